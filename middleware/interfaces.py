@@ -1,0 +1,48 @@
+"""The engine's small interfaces. Adapters and backends implement these; the engine never
+imports an adapter. The composition root (``middleware.factory``) builds them by name."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+
+from middleware.types import CheckContext, Passage, Sentence, SentenceReport
+
+
+@runtime_checkable
+class Checker(Protocol):
+    """Checks one sentence. Must be cancellation-safe: the stream cancels it on disconnect
+    or when the per-sentence budget runs out."""
+
+    async def check(self, sentence: Sentence, context: CheckContext) -> SentenceReport: ...
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """Sentence embeddings; rows are L2-normalised float32."""
+
+    dim: int
+
+    async def embed(self, texts: Sequence[str]) -> np.ndarray: ...
+
+
+@runtime_checkable
+class PairScorer(Protocol):
+    """A cross-encoder over (first, second) text pairs: NLI (premise=evidence,
+    hypothesis=claim) or relevance (query, passage). ``labels`` names the output columns."""
+
+    labels: list[str]
+
+    async def score(self, pairs: Sequence[tuple[str, str]]) -> np.ndarray: ...
+
+
+@runtime_checkable
+class EvidenceSource(Protocol):
+    """Anything that returns passages for a query: the local index, a web provider, the
+    request's own context. Must not raise for provider failures: log and return []."""
+
+    name: str
+
+    async def search(self, query: str, k: int) -> list[Passage]: ...

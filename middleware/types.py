@@ -1,0 +1,186 @@
+"""Shared wire types.
+
+Every object that crosses a module boundary or goes out on the wire is defined here as a
+pydantic model, so the JSON a client receives *is* this schema. Offsets are character
+offsets (Python ``str`` indices) into the full assistant message unless a field says
+otherwise.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class Mode(str, Enum):
+    """Stream mode, chosen per request (body ``factcheck.mode`` or ``X-Factcheck-Mode``)."""
+
+    OFF = "off"
+    ANNOTATE = "annotate"
+    CORRECT = "correct"
+
+
+VerdictLabel = Literal["attributable", "contradictory", "extrapolatory", "skipped", "unverified"]
+"""Per-sentence verdict. The first three come from a verifier; ``skipped`` means the
+sentence is not check-worthy; ``unverified`` means the check timed out or failed."""
+
+NLI_LABELS: tuple[str, str, str] = ("attributable", "extrapolatory", "contradictory")
+"""The three verifier labels, in the order used by ``Verdict.scores`` and ``factcheck verify``."""
+
+TagType = Literal["entity", "relation", "contradictory", "invented", "subjective", "unverifiable"]
+"""FAVA hallucination types (Mishra et al., 2024)."""
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class SegmentKind(str, Enum):
+    """What a span of the streamed message is. Only ``SENTENCE`` is ever checked."""
+
+    SENTENCE = "sentence"
+    HEADING = "heading"
+    CODE = "code"
+    TABLE = "table"
+    SPACE = "space"
+
+
+class Segment(_Model):
+    """A contiguous span of the message. Segments emitted for one message tile it exactly:
+    concatenating their ``text`` gives the message back, byte for byte."""
+
+    index: int = Field(description="0-based position among all segments of the message")
+    start: int
+    end: int
+    text: str
+    kind: SegmentKind
+    code_spans: list[tuple[int, int]] = Field(
+        default_factory=list, description="inline code spans (message offsets); never checked"
+    )
+
+    @property
+    def checkable(self) -> bool:
+        return self.kind is SegmentKind.SENTENCE and bool(self.text.strip())
+
+
+class Sentence(_Model):
+    """A sentence handed to the checker; ``index`` counts sentences only."""
+
+    index: int
+    start: int
+    end: int
+    text: str
+    code_spans: list[tuple[int, int]] = Field(default_factory=list)
+
+
+class Passage(_Model):
+    """A piece of evidence: an index passage, a web snippet or a span of the request."""
+
+    id: str = Field(description="stable id, unique within its provider")
+    text: str
+    provider: str = Field(description="'index', 'context', 'wikipedia', 'searxng', ...")
+    source: str = Field(description="file path, URL, or request location such as 'messages[0]'")
+    title: str | None = None
+    url: str | None = None
+    start: int | None = Field(default=None, description="offset of the passage in its source")
+    end: int | None = None
+    score: float = 0.0
+
+
+class Question(_Model):
+    """A verification question (CQGen): one per checkable aspect of the claim."""
+
+    text: str
+    slot: str | None = Field(default=None, description="the claim span the question asks about")
+    slot_type: str | None = Field(default=None, description="entity, number, date, quantity, relation")
+    span: tuple[int, int] | None = Field(default=None, description="slot offsets in the sentence")
+
+
+class Verdict(_Model):
+    label: VerdictLabel
+    scores: dict[str, float] = Field(default_factory=dict, description="label -> probability")
+    evidence_id: str | None = Field(default=None, description="passage that decided the verdict")
+    evidence_sentence: str | None = Field(default=None, description="the deciding evidence sentence")
+    span: tuple[int, int] | None = Field(default=None, description="claim span involved (sentence offsets)")
+    reason: str | None = Field(default=None, description="why, esp. for skipped/unverified")
+    backend: str | None = None
+
+
+class Tag(_Model):
+    """A FAVA tag over a span of the message, with the suggested replacement where known."""
+
+    type: TagType
+    start: int
+    end: int
+    text: str
+    replacement: str | None = None
+    evidence_id: str | None = None
+
+
+class Edit(_Model):
+    """One change to the message (correct mode) or a suggested change (annotate mode)."""
+
+    start: int
+    end: int
+    original: str
+    replacement: str
+    tag: TagType | None = None
+    evidence_id: str | None = None
+    evidence: str | None = Field(default=None, description="the evidence text that grounds the edit")
+
+
+class MemorySignal(_Model):
+    """Memory-hallucination margin signal: never a verdict by itself."""
+
+    flagged: bool
+    closed_book_similarity: float
+    context_similarity: float
+    margin: float
+
+
+class SentenceReport(_Model):
+    """Everything the checker found about one sentence."""
+
+    index: int
+    start: int
+    end: int
+    text: str
+    verdict: Verdict
+    tags: list[Tag] = Field(default_factory=list)
+    questions: list[Question] = Field(default_factory=list)
+    evidence: list[Passage] = Field(default_factory=list)
+    edits: list[Edit] = Field(default_factory=list, description="suggested (annotate) or applied (correct)")
+    corrected_text: str | None = Field(default=None, description="sentence after edits, if any")
+    quip: float | None = Field(default=None, description="QUIP-Score against the local corpus")
+    memory: MemorySignal | None = None
+    fava: str | None = Field(default=None, description="FAVA markup of the sentence")
+    timings_ms: dict[str, float] = Field(default_factory=dict, description="stage -> milliseconds")
+
+
+class StreamSummary(_Model):
+    """Sent once per message, before ``[DONE]`` (or in the non-stream response)."""
+
+    sentences: int
+    verdicts: dict[str, int]
+    attribution_report: list[Passage] = Field(default_factory=list, description="<= 5 snippets (RARR)")
+    alignment: dict[int, list[str]] = Field(
+        default_factory=dict, description="sentence index -> ids of report passages supporting it"
+    )
+    attr_auto: float | None = None
+    edits: list[Edit] = Field(default_factory=list)
+    mode: Mode
+    added_latency_ms: float | None = None
+
+
+class CheckContext(_Model):
+    """What the checker may use besides the sentence itself."""
+
+    previous: list[str] = Field(default_factory=list, description="earlier sentences of this message")
+    user_message: str | None = None
+    request_passages: list[Passage] = Field(
+        default_factory=list, description="passages taken from the request (RAG context)"
+    )
+    mode: Mode = Mode.ANNOTATE
+    options: dict[str, object] = Field(default_factory=dict, description="per-request factcheck options")
