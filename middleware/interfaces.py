@@ -3,11 +3,12 @@ imports an adapter. The composition root (``middleware.factory``) builds them by
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Protocol, runtime_checkable
+from collections.abc import AsyncIterator, Mapping, Sequence
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
+from middleware.sse import SSEEvent
 from middleware.types import CheckContext, Passage, Sentence, SentenceReport
 
 
@@ -46,3 +47,26 @@ class EvidenceSource(Protocol):
     name: str
 
     async def search(self, query: str, k: int) -> list[Passage]: ...
+
+
+class UpstreamStream(Protocol):
+    """An open streamed upstream response."""
+
+    def events(self) -> AsyncIterator[SSEEvent]: ...
+
+    def close(self) -> None: ...
+
+
+@runtime_checkable
+class Upstream(Protocol):
+    """The LLM behind the proxy (OpenAI-compatible). Failures raise ``UpstreamError``."""
+
+    async def open_stream(self, body: dict[str, Any], client_headers: Mapping[str, str]) -> UpstreamStream: ...
+
+    async def complete(
+        self, body: dict[str, Any], client_headers: Mapping[str, str]
+    ) -> tuple[bytes, dict[str, Any]]: ...
+
+    async def get(self, path: str, client_headers: Mapping[str, str]) -> tuple[int, bytes, str]: ...
+
+    async def close(self) -> None: ...

@@ -1,0 +1,174 @@
+"""A scripted OpenAI-compatible upstream: the built-in demo LLM, and the mock used by tests
+and load_tests/.
+
+What it answers, in order of precedence:
+1. a ``mock`` object in the request body (tests send it through the proxy, which forwards
+   unknown fields unchanged): ``{"text": ..., "token_rate": ..., "error_status": ...,
+   "fail_after": n, "hang_after": n, "invalid_after": n}``;
+2. the scripted demo answers (``demo_answers.yaml``) whose keywords match the last user message;
+3. the default answer.
+Text is streamed in word-piece sized tokens (at most 5 characters plus leading space), as
+real models do, so the proxy's segmenter sees realistic splits.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import time
+import uuid
+from dataclasses import dataclass, field
+from importlib import resources
+from typing import Any
+
+import yaml
+from aiohttp import web
+
+_TOKEN = re.compile(r"\s+\S{0,5}|\S{1,5}")
+MODEL_NAME = "factcheck-demo"
+
+
+@dataclass
+class Script:
+    """How to answer one request."""
+
+    text: str
+    token_rate: float = 0.0
+    """Tokens per second; 0 sends as fast as possible."""
+    error_status: int | None = None
+    fail_after: int | None = None
+    """Drop the connection after this many tokens."""
+    hang_after: int | None = None
+    """Stop sending (but keep the connection open) after this many tokens."""
+    invalid_after: int | None = None
+    """Send an event that is not JSON after this many tokens, then carry on."""
+    first_token_delay: float = 0.0
+
+
+@dataclass
+class DemoAnswers:
+    answers: list[dict[str, Any]] = field(default_factory=list)
+    default_answer: str = "I can answer questions about the subjects in the demo corpus."
+
+    @classmethod
+    def load(cls) -> DemoAnswers:
+        raw = resources.files("adapters").joinpath("demo_answers.yaml").read_text(encoding="utf-8")
+        data = yaml.safe_load(raw) or {}
+        return cls(answers=list(data.get("answers", [])), default_answer=data.get("default_answer", cls.default_answer))
+
+    def answer_for(self, question: str) -> str:
+        words = question.lower()
+        best, best_hits = None, 0
+        for entry in self.answers:
+            hits = sum(1 for keyword in entry.get("keywords", []) if keyword.lower() in words)
+            if hits > best_hits:
+                best, best_hits = entry, hits
+        return best["answer"] if best else self.default_answer
+
+
+def tokenize(text: str) -> list[str]:
+    """Word-piece sized tokens whose concatenation is ``text``."""
+    return _TOKEN.findall(text)
+
+
+class DemoUpstream:
+    """The aiohttp application. ``requests`` records what it received (for tests)."""
+
+    def __init__(self, answers: DemoAnswers | None = None, default_rate: float = 0.0) -> None:
+        self.answers = answers
+        self.default_rate = default_rate
+        self.requests: list[dict[str, Any]] = []
+        self.headers: list[dict[str, str]] = []
+
+    def app(self) -> web.Application:
+        app = web.Application()
+        app.router.add_post("/v1/chat/completions", self.chat)
+        app.router.add_get("/v1/models", self.models)
+        return app
+
+    def script_for(self, body: dict[str, Any]) -> Script:
+        mock = body.get("mock")
+        if isinstance(mock, dict):
+            return Script(**{"token_rate": self.default_rate, **mock})
+        question = ""
+        for message in reversed(body.get("messages") or []):
+            if isinstance(message, dict) and message.get("role") == "user":
+                question = str(message.get("content") or "")
+                break
+        answers = self.answers or DemoAnswers()
+        return Script(text=answers.answer_for(question), token_rate=self.default_rate)
+
+    async def models(self, request: web.Request) -> web.Response:
+        self.headers.append(dict(request.headers))
+        return web.json_response(
+            {"object": "list", "data": [{"id": MODEL_NAME, "object": "model", "created": 0, "owned_by": "factcheck"}]}
+        )
+
+    async def chat(self, request: web.Request) -> web.StreamResponse:
+        body = await request.json()
+        self.requests.append(body)
+        self.headers.append(dict(request.headers))
+        script = self.script_for(body)
+        if script.error_status:
+            return web.json_response(
+                {"error": {"message": f"scripted failure {script.error_status}", "type": "server_error",
+                           "param": None, "code": None}},
+                status=script.error_status,
+                headers={"Retry-After": "1"} if script.error_status == 429 else None,
+            )
+        model = body.get("model") or MODEL_NAME
+        if not body.get("stream"):
+            return web.json_response(_completion(script.text, model))
+        return await self._stream(request, body, script, model)
+
+    async def _stream(self, request: web.Request, body: dict[str, Any], script: Script, model: str) -> web.StreamResponse:
+        response = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
+        await response.prepare(request)
+        chunk_id, created = f"chatcmpl-{uuid.uuid4().hex[:24]}", int(time.time())
+
+        async def send(payload: dict[str, Any] | str) -> None:
+            data = payload if isinstance(payload, str) else json.dumps(payload)
+            await response.write(f"data: {data}\n\n".encode())
+
+        def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+            return {"id": chunk_id, "object": "chat.completion.chunk", "created": created, "model": model,
+                    "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}]}
+
+        if script.first_token_delay:
+            await asyncio.sleep(script.first_token_delay)
+        await send(chunk({"role": "assistant", "content": ""}))
+        tokens = tokenize(script.text)
+        interval = 1.0 / script.token_rate if script.token_rate > 0 else 0.0
+        for i, token in enumerate(tokens):
+            if script.fail_after is not None and i >= script.fail_after:
+                request.transport.close()  # type: ignore[union-attr]
+                return response
+            if script.hang_after is not None and i >= script.hang_after:
+                await asyncio.sleep(3600)
+            if script.invalid_after is not None and i == script.invalid_after:
+                await send("{not json")
+            await send(chunk({"content": token}))
+            if interval:
+                await asyncio.sleep(interval)
+        await send(chunk({}, "stop"))
+        if (body.get("stream_options") or {}).get("include_usage"):
+            usage = {"prompt_tokens": 10, "completion_tokens": len(tokens), "total_tokens": 10 + len(tokens)}
+            await send({"id": chunk_id, "object": "chat.completion.chunk", "created": created, "model": model,
+                        "choices": [], "usage": usage})
+        await send("[DONE]")
+        await response.write_eof()
+        return response
+
+
+def _completion(text: str, model: str) -> dict[str, Any]:
+    tokens = len(tokenize(text))
+    return {
+        "id": f"chatcmpl-{uuid.uuid4().hex[:24]}",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": model,
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "logprobs": None,
+                     "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 10, "completion_tokens": tokens, "total_tokens": 10 + tokens},
+    }

@@ -1,0 +1,131 @@
+"""Client for the upstream LLM: any OpenAI-compatible base URL, over one aiohttp session."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import aiohttp
+
+from middleware.errors import UpstreamError
+from middleware.settings import UpstreamSettings
+from middleware.sse import SSEEvent, SSEParser
+
+log = logging.getLogger(__name__)
+
+# Client headers passed on to the upstream (Authorization only when no upstream key is set).
+_FORWARDED_HEADERS = ("authorization", "openai-organization", "openai-project", "x-request-id")
+
+
+@dataclass
+class UpstreamStream:
+    """An open streamed response: iterate ``events()``; always ``close()``."""
+
+    response: aiohttp.ClientResponse
+
+    async def events(self) -> AsyncIterator[SSEEvent]:
+        parser = SSEParser()
+        try:
+            async for chunk in self.response.content.iter_any():
+                for event in parser.feed(chunk):
+                    yield event
+        except TimeoutError as exc:
+            raise UpstreamError("upstream stopped sending (read timeout)", 504, kind="timeout") from exc
+        except aiohttp.ClientError as exc:
+            raise UpstreamError(f"upstream connection failed mid-stream: {exc}", 502, kind="disconnect") from exc
+        for event in parser.flush():
+            yield event
+
+    def close(self) -> None:
+        self.response.close()
+
+
+class UpstreamClient:
+    def __init__(self, settings: UpstreamSettings) -> None:
+        self.settings = settings
+        self.base_url = settings.url.rstrip("/")
+        self._session: aiohttp.ClientSession | None = None
+
+    @property
+    def session(self) -> aiohttp.ClientSession:
+        if self._session is None or self._session.closed:
+            timeout = aiohttp.ClientTimeout(
+                total=None, connect=self.settings.connect_timeout_s, sock_read=self.settings.read_timeout_s
+            )
+            connector = aiohttp.TCPConnector(limit=0, ttl_dns_cache=300)
+            self._session = aiohttp.ClientSession(timeout=timeout, connector=connector, auto_decompress=True)
+        return self._session
+
+    async def close(self) -> None:
+        if self._session is not None:
+            await self._session.close()
+
+    def headers(self, client_headers: Mapping[str, str]) -> dict[str, str]:
+        out = {"Content-Type": "application/json"}
+        for name in _FORWARDED_HEADERS:
+            if name in client_headers and not (name == "authorization" and self.settings.api_key):
+                out[name] = client_headers[name]
+        if self.settings.api_key:
+            out["Authorization"] = f"Bearer {self.settings.api_key.get_secret_value()}"
+        return out
+
+    async def _post(self, path: str, body: dict[str, Any], headers: dict[str, str]) -> aiohttp.ClientResponse:
+        try:
+            response = await self.session.post(f"{self.base_url}{path}", data=json.dumps(body), headers=headers)
+        except TimeoutError as exc:
+            raise UpstreamError("upstream did not answer in time", 504, kind="timeout") from exc
+        except aiohttp.ClientError as exc:
+            raise UpstreamError(f"cannot reach upstream: {exc}", 502, kind="connect") from exc
+        if response.status >= 400:
+            raise await _error_from_response(response)
+        return response
+
+    async def open_stream(self, body: dict[str, Any], client_headers: Mapping[str, str]) -> UpstreamStream:
+        response = await self._post("/chat/completions", body, self.headers(client_headers))
+        return UpstreamStream(response)
+
+    async def complete(self, body: dict[str, Any], client_headers: Mapping[str, str]) -> tuple[bytes, dict[str, Any]]:
+        """A non-stream completion: the raw body and its decoded JSON."""
+        response = await self._post("/chat/completions", body, self.headers(client_headers))
+        try:
+            raw = await response.read()
+        except (TimeoutError, aiohttp.ClientError) as exc:
+            raise UpstreamError(f"upstream failed while sending its answer: {exc}", 502, kind="disconnect") from exc
+        finally:
+            response.release()
+        try:
+            data = json.loads(raw)
+        except ValueError as exc:
+            raise UpstreamError("upstream answered with invalid JSON", 502, kind="invalid") from exc
+        if not isinstance(data, dict):
+            raise UpstreamError("upstream answered with a non-object JSON body", 502, kind="invalid")
+        return raw, data
+
+    async def get(self, path: str, client_headers: Mapping[str, str]) -> tuple[int, bytes, str]:
+        """Forward a GET (e.g. /models): status, body and content type, errors passed through."""
+        try:
+            async with self.session.get(f"{self.base_url}{path}", headers=self.headers(client_headers)) as resp:
+                return resp.status, await resp.read(), resp.headers.get("Content-Type", "application/json")
+        except (TimeoutError, aiohttp.ClientError) as exc:
+            raise UpstreamError(f"cannot reach upstream: {exc}", 502, kind="connect") from exc
+
+
+async def _error_from_response(response: aiohttp.ClientResponse) -> UpstreamError:
+    try:
+        raw = await response.read()
+    finally:
+        response.release()
+    body: Any = None
+    message = f"upstream returned HTTP {response.status}"
+    try:
+        body = json.loads(raw)
+        if isinstance(body, dict) and isinstance(body.get("error"), dict):
+            message = str(body["error"].get("message") or message)
+    except ValueError:
+        if raw:
+            message = f"{message}: {raw[:200].decode('utf-8', 'replace')}"
+    kind = "rate_limited" if response.status == 429 else "status"
+    return UpstreamError(message, response.status, body, kind=kind, retry_after=response.headers.get("Retry-After"))

@@ -1,0 +1,115 @@
+"""Running sentence checks beside a stream: bounded concurrency, per-sentence budgets, and
+reports that always arrive (a timeout or a failure becomes an ``unverified`` report)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Sequence
+from typing import Protocol, runtime_checkable
+
+from middleware.interfaces import Checker
+from middleware.metrics import SENTENCES, STAGE_LATENCY
+from middleware.settings import CheckSettings
+from middleware.types import CheckContext, Mode, Sentence, SentenceReport, StreamSummary, Verdict
+
+log = logging.getLogger(__name__)
+
+
+class NoChecker:
+    """The honest checker for when no pipeline is configured: every sentence is reported
+    ``unverified`` with reason ``no_checker``."""
+
+    async def check(self, sentence: Sentence, context: CheckContext) -> SentenceReport:
+        return unverified_report(sentence, "no_checker")
+
+
+@runtime_checkable
+class Summarizer(Protocol):
+    """Optional checker capability: build the message-level summary (attribution report)."""
+
+    async def summarize(self, reports: Sequence[SentenceReport], mode: Mode) -> StreamSummary: ...
+
+
+def unverified_report(sentence: Sentence, reason: str) -> SentenceReport:
+    return SentenceReport(
+        index=sentence.index,
+        start=sentence.start,
+        end=sentence.end,
+        text=sentence.text,
+        verdict=Verdict(label="unverified", reason=reason),
+    )
+
+
+def basic_summary(reports: Sequence[SentenceReport], mode: Mode) -> StreamSummary:
+    """Verdict counts and edits; the pipeline's summarizer adds the attribution report."""
+    verdicts: dict[str, int] = {}
+    for report in reports:
+        verdicts[report.verdict.label] = verdicts.get(report.verdict.label, 0) + 1
+    edits = [edit for report in reports for edit in report.edits] if mode is Mode.CORRECT else []
+    return StreamSummary(sentences=len(reports), verdicts=verdicts, edits=edits, mode=mode)
+
+
+class CheckRunner:
+    """Process-wide: one checker, a global concurrency cap and the per-sentence budget."""
+
+    def __init__(self, checker: Checker, settings: CheckSettings) -> None:
+        self.checker = checker
+        self.settings = settings
+        self._global = asyncio.Semaphore(settings.max_checks_global)
+
+    def for_stream(self) -> StreamChecks:
+        return StreamChecks(self)
+
+    async def summarize(self, reports: Sequence[SentenceReport], mode: Mode) -> StreamSummary:
+        ordered = sorted(reports, key=lambda r: r.index)
+        if isinstance(self.checker, Summarizer):
+            try:
+                return await asyncio.wait_for(self.checker.summarize(ordered, mode), self.settings.sentence_budget_s)
+            except Exception:  # the summary is best effort; the reports are already out
+                log.exception("summarizer failed; sending basic summary")
+        return basic_summary(ordered, mode)
+
+
+class StreamChecks:
+    """The checks of one stream. ``submit`` returns a task that always resolves to a report."""
+
+    def __init__(self, runner: CheckRunner) -> None:
+        self._runner = runner
+        self._local = asyncio.Semaphore(runner.settings.max_checks_per_stream)
+        self.tasks: list[asyncio.Task[SentenceReport]] = []
+
+    def submit(self, sentence: Sentence, context: CheckContext) -> asyncio.Task[SentenceReport]:
+        task = asyncio.create_task(self._run(sentence, context), name=f"check-{sentence.index}")
+        self.tasks.append(task)
+        return task
+
+    async def _run(self, sentence: Sentence, context: CheckContext) -> SentenceReport:
+        t0 = time.perf_counter()
+        try:
+            async with asyncio.timeout(self._runner.settings.sentence_budget_s):
+                async with self._local, self._runner._global:
+                    report = await self._runner.checker.check(sentence, context)
+        except TimeoutError:
+            report = unverified_report(sentence, "timeout")
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            log.warning("check of sentence %d failed: %s", sentence.index, type(exc).__name__)
+            report = unverified_report(sentence, f"error: {type(exc).__name__}")
+        STAGE_LATENCY.labels(stage="check").observe(time.perf_counter() - t0)
+        SENTENCES.labels(verdict=report.verdict.label).inc()
+        return report
+
+    async def wait_all(self) -> list[SentenceReport]:
+        if not self.tasks:
+            return []
+        return list(await asyncio.gather(*self.tasks))
+
+    async def cancel_all(self) -> None:
+        pending = [t for t in self.tasks if not t.done()]
+        for task in pending:
+            task.cancel()
+        if pending:
+            await asyncio.gather(*pending, return_exceptions=True)

@@ -1,0 +1,50 @@
+"""Errors that cross module boundaries, each rendered in the OpenAI error format."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def error_body(
+    message: str, type_: str = "invalid_request_error", param: str | None = None, code: str | None = None
+) -> dict[str, Any]:
+    """The OpenAI error format: ``{"error": {"message", "type", "param", "code"}}``."""
+    return {"error": {"message": message, "type": type_, "param": param, "code": code}}
+
+
+class RequestError(Exception):
+    """A client error (4xx)."""
+
+    def __init__(self, message: str, status: int = 400, param: str | None = None, code: str | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.param = param
+        self.code = code
+
+    def body(self) -> dict[str, Any]:
+        return error_body(str(self), "invalid_request_error", self.param, self.code)
+
+
+class UpstreamError(Exception):
+    """The upstream failed: an error status, a broken connection, a timeout or bad data.
+    ``kind`` is a metric label: status, rate_limited, connect, timeout, disconnect, invalid."""
+
+    def __init__(
+        self,
+        message: str,
+        status: int = 502,
+        body: Any = None,
+        kind: str = "status",
+        retry_after: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        self.body = body
+        self.kind = kind
+        self.retry_after = retry_after
+
+    def client_body(self) -> dict[str, Any]:
+        """The upstream's own OpenAI-style error body when it sent one, else ours."""
+        if isinstance(self.body, dict) and isinstance(self.body.get("error"), dict):
+            return self.body
+        return error_body(str(self), "upstream_error", None, self.kind)

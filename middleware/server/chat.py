@@ -1,0 +1,184 @@
+"""``POST /v1/chat/completions``: the proxy's serving logic, stream and non-stream."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+from typing import Any
+
+from aiohttp import web
+
+from middleware.checking import CheckRunner
+from middleware.errors import RequestError, UpstreamError
+from middleware.interfaces import Upstream
+from middleware.metrics import ACTIVE_STREAMS, ADDED_LATENCY, REQUESTS, TIME_TO_FIRST_TOKEN, UPSTREAM_ERRORS
+from middleware.segmenter import StreamSegmenter
+from middleware.server.protocol import ChatRequest, parse_chat_request, resolve_mode
+from middleware.settings import Settings
+from middleware.stream import ChatStream, Out
+from middleware.types import CheckContext, Mode, Sentence, SentenceReport
+
+log = logging.getLogger(__name__)
+
+SETTINGS_KEY = web.AppKey("settings", Settings)
+UPSTREAM_KEY = web.AppKey("upstream", Upstream)
+RUNNER_KEY = web.AppKey("runner", CheckRunner)
+
+
+class StreamCounter:
+    """Streams open now in this app (the concurrency limit reads it)."""
+
+    def __init__(self) -> None:
+        self.active = 0
+
+
+STREAMS_KEY = web.AppKey("streams", StreamCounter)
+
+
+def upstream_headers(request: web.Request) -> dict[str, str]:
+    """Client headers for the upstream. With proxy keys configured the client's
+    Authorization is the proxy key, which must never travel on."""
+    headers = {k.lower(): v for k, v in request.headers.items()}
+    if request.app[SETTINGS_KEY].server.api_keys:
+        headers.pop("authorization", None)
+    return headers
+
+
+def _json(data: Any, status: int = 200) -> web.Response:
+    return web.json_response(data, status=status, dumps=lambda d: json.dumps(d, ensure_ascii=False))
+
+
+def check_context(request: ChatRequest, mode: Mode) -> CheckContext:
+    options = request.factcheck.model_dump(exclude={"mode"}, mode="json") if request.factcheck else {}
+    return CheckContext(user_message=request.last_user_message(), mode=mode, options=options)
+
+
+async def chat_completions(request: web.Request) -> web.StreamResponse:
+    settings = request.app[SETTINGS_KEY]
+    started = time.perf_counter()
+    raw = await request.read()
+    chat, forward = parse_chat_request(raw, settings.server.max_messages)
+    mode = resolve_mode(chat, request.headers.get("X-Factcheck-Mode"), settings.check.default_mode)
+    REQUESTS.labels(mode=mode.value, stream=str(chat.stream).lower()).inc()
+    if chat.stream:
+        return await _stream(request, chat, forward, mode, started)
+    return await _complete(request, chat, forward, mode)
+
+
+async def _stream(
+    request: web.Request, chat: ChatRequest, forward: dict[str, Any], mode: Mode, started: float
+) -> web.StreamResponse:
+    upstream = request.app[UPSTREAM_KEY]
+    runner = request.app[RUNNER_KEY]
+    stream = await upstream.open_stream(forward, upstream_headers(request))  # errors before the stream: status + body
+    response = web.StreamResponse(
+        headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache", "X-Factcheck-Mode": mode.value}
+    )
+    ACTIVE_STREAMS.inc()
+    counter = request.app[STREAMS_KEY]
+    counter.active += 1
+    chat_stream = ChatStream(
+        stream.events(), mode, runner.for_stream(), check_context(chat, mode), runner.summarize, started
+    )
+    try:
+        await response.prepare(request)
+        async for out in chat_stream.run():
+            await response.write(out.sse())
+        await response.write_eof()
+    except (ConnectionResetError, asyncio.CancelledError):
+        log.info("client went away; upstream request and checks cancelled")
+        raise
+    finally:
+        stream.close()
+        ACTIVE_STREAMS.dec()
+        counter.active -= 1
+        if chat_stream.state.upstream_done_at is not None:
+            ADDED_LATENCY.labels(mode=mode.value).observe(time.perf_counter() - chat_stream.state.upstream_done_at)
+    return response
+
+
+async def _complete(request: web.Request, chat: ChatRequest, forward: dict[str, Any], mode: Mode) -> web.Response:
+    upstream = request.app[UPSTREAM_KEY]
+    t0 = time.perf_counter()
+    raw, completion = await upstream.complete(forward, upstream_headers(request))
+    upstream_done = time.perf_counter()
+    TIME_TO_FIRST_TOKEN.labels(mode=mode.value).observe(upstream_done - t0)
+    if mode is Mode.OFF:
+        return web.Response(body=raw, content_type="application/json")
+    content = _message_content(completion)
+    if content is None:
+        return web.Response(body=raw, content_type="application/json")
+    runner = request.app[RUNNER_KEY]
+    reports = await check_text(runner, content, check_context(chat, mode))
+    summary = await runner.summarize(reports, mode)
+    if mode is Mode.CORRECT:
+        completion["choices"][0]["message"]["content"] = apply_corrections(content, reports)
+    completion["factcheck"] = {
+        "reports": [r.model_dump(mode="json") for r in reports],
+        "summary": summary.model_dump(mode="json"),
+    }
+    ADDED_LATENCY.labels(mode=mode.value).observe(time.perf_counter() - upstream_done)
+    return _json(completion)
+
+
+def _message_content(completion: dict[str, Any]) -> str | None:
+    try:
+        content = completion["choices"][0]["message"]["content"]
+    except (KeyError, IndexError, TypeError):
+        return None
+    return content if isinstance(content, str) else None
+
+
+def sentences_of(text: str) -> list[Sentence]:
+    segmenter = StreamSegmenter()
+    segments = segmenter.feed(text) + segmenter.flush()
+    checkable = [s for s in segments if s.checkable]
+    return [
+        Sentence(index=i, start=s.start, end=s.end, text=s.text, code_spans=s.code_spans)
+        for i, s in enumerate(checkable)
+    ]
+
+
+async def check_text(runner: CheckRunner, text: str, context: CheckContext) -> list[SentenceReport]:
+    """Check every sentence of a complete text concurrently (non-stream requests, CLI)."""
+    checks = runner.for_stream()
+    sentences = sentences_of(text)
+    for sentence in sentences:
+        previous = [s.text for s in sentences[: sentence.index]]
+        checks.submit(sentence, context.model_copy(update={"previous": previous}))
+    try:
+        return await checks.wait_all()
+    finally:
+        await checks.cancel_all()
+
+
+def apply_corrections(text: str, reports: list[SentenceReport]) -> str:
+    """Replace each corrected sentence's span by its corrected text."""
+    out, cursor = [], 0
+    for report in sorted(reports, key=lambda r: r.start):
+        if report.corrected_text is None:
+            continue
+        out.append(text[cursor : report.start])
+        out.append(report.corrected_text)
+        cursor = report.end
+    out.append(text[cursor:])
+    return "".join(out)
+
+
+def upstream_error_response(exc: UpstreamError) -> web.Response:
+    UPSTREAM_ERRORS.labels(kind=exc.kind).inc()
+    headers = {"Retry-After": exc.retry_after} if exc.retry_after else None
+    status = exc.status if 400 <= exc.status < 600 else 502
+    response = _json(exc.client_body(), status=status)
+    if headers:
+        response.headers.update(headers)
+    return response
+
+
+def request_error_response(exc: RequestError) -> web.Response:
+    return _json(exc.body(), status=exc.status)
+
+
+__all__ = ["chat_completions", "check_text", "apply_corrections", "Out"]

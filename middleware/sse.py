@@ -1,0 +1,110 @@
+"""Incremental Server-Sent Events parser that keeps each event's raw bytes.
+
+The proxy forwards upstream events byte for byte in ``off`` and ``annotate`` modes, so the
+parser hands back the exact bytes of every event next to its decoded ``data`` field.
+Follows the WHATWG event-stream rules for line endings (CRLF, LF, CR), comments and
+multi-line ``data``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+
+DONE = "[DONE]"
+
+
+@dataclass(frozen=True, slots=True)
+class SSEEvent:
+    raw: bytes
+    """The event's bytes as received, including its terminating blank line."""
+    data: str | None
+    """Joined ``data:`` lines, or None for an event without data (comment, keep-alive)."""
+    event: str | None = None
+
+    @property
+    def is_done(self) -> bool:
+        return self.data is not None and self.data.strip() == DONE
+
+    def json(self) -> Any:
+        """The data decoded as JSON; raises ``ValueError`` if it is not JSON."""
+        if self.data is None:
+            raise ValueError("event has no data")
+        return json.loads(self.data)
+
+
+class SSEParser:
+    """Feed bytes as they arrive; get back the events they complete."""
+
+    def __init__(self, max_event_bytes: int = 8 * 1024 * 1024) -> None:
+        self._buf = bytearray()
+        self._scan_from = 0
+        self._max = max_event_bytes
+
+    def feed(self, chunk: bytes) -> list[SSEEvent]:
+        self._buf += chunk
+        events: list[SSEEvent] = []
+        while True:
+            end = self._find_event_end()
+            if end < 0:
+                break
+            raw = bytes(self._buf[:end])
+            del self._buf[:end]
+            self._scan_from = 0
+            events.append(_parse_event(raw))
+        if len(self._buf) > self._max:
+            raise ValueError(f"SSE event larger than {self._max} bytes")
+        return events
+
+    def flush(self) -> list[SSEEvent]:
+        """End of stream: an unterminated trailing event is still returned (lenient)."""
+        if not self._buf.strip():
+            self._buf.clear()
+            return []
+        raw = bytes(self._buf)
+        self._buf.clear()
+        return [_parse_event(raw)]
+
+    def _find_event_end(self) -> int:
+        """Index just past the blank line that ends the first event, or -1."""
+        match = _BLANK_LINE.search(self._buf, max(self._scan_from - 4, 0))
+        if match is None:
+            self._scan_from = len(self._buf)
+            return -1
+        if match.group().endswith(b"\r") and match.end() == len(self._buf):
+            return -1  # a CR at the end: the LF that may follow belongs to this line ending
+        return match.end()
+
+
+# Two consecutive line endings; atomic groups keep CRLF from counting as two endings.
+_BLANK_LINE = re.compile(rb"(?>\r\n|\r|\n)(?>\r\n|\r|\n)")
+
+
+def _split_lines(text: str) -> list[str]:
+    return text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+
+
+def _parse_event(raw: bytes) -> SSEEvent:
+    text = raw.decode("utf-8", errors="replace")
+    data_lines: list[str] = []
+    event_name: str | None = None
+    for line in _split_lines(text):
+        if not line or line.startswith(":"):
+            continue
+        field, _, value = line.partition(":")
+        if value.startswith(" "):
+            value = value[1:]
+        if field == "data":
+            data_lines.append(value)
+        elif field == "event":
+            event_name = value
+    data = "\n".join(data_lines) if data_lines else None
+    return SSEEvent(raw=raw, data=data, event=event_name)
+
+
+def encode_event(payload: Any) -> bytes:
+    """One ``data:`` event carrying ``payload`` as compact JSON (or a literal string)."""
+    data = payload if isinstance(payload, str) else json.dumps(payload, separators=(",", ":"), ensure_ascii=False)
+    return f"data: {data}\n\n".encode()

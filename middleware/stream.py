@@ -1,0 +1,343 @@
+"""One streamed chat completion going through the proxy.
+
+``ChatStream.run()`` consumes the upstream's SSE events and yields what the client gets, as
+``Out`` items: either an upstream event forwarded byte for byte (``raw``), or a chunk the
+proxy made (``payload``). The HTTP endpoint writes ``raw`` (or encodes ``payload``) as SSE;
+the websocket endpoint sends ``payload`` as JSON.
+
+Modes:
+- off: every upstream event passes through untouched; nothing is parsed beyond SSE framing.
+- annotate: events pass through at once; content of choice 0 is segmented and checked
+  beside the stream; each report goes out as soon as it is ready; summary before [DONE].
+- correct: content of choice 0 is held per sentence until its check finishes (bounded by
+  the budget) and then sent, corrected where the checker edited it, followed by its report.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import logging
+import time
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from middleware.checking import StreamChecks
+from middleware.errors import UpstreamError, error_body
+from middleware.metrics import TIME_TO_FIRST_TOKEN, UPSTREAM_ERRORS
+from middleware.segmenter import StreamSegmenter
+from middleware.sse import SSEEvent, encode_event
+from middleware.types import CheckContext, Mode, Segment, Sentence, SentenceReport, StreamSummary
+
+log = logging.getLogger(__name__)
+
+DONE_EVENT = b"data: [DONE]\n\n"
+
+
+@dataclass(slots=True)
+class Out:
+    """One item for the client: ``raw`` upstream bytes, or a ``payload`` the proxy made."""
+
+    payload: dict[str, Any] | str | None = None
+    raw: bytes | None = None
+
+    def sse(self) -> bytes:
+        return self.raw if self.raw is not None else encode_event(self.payload)
+
+
+@dataclass
+class _Pending:
+    """An item of the ordered output in correct mode."""
+
+    segment: Segment | None = None
+    task: asyncio.Task[SentenceReport] | None = None
+    out: Out | None = None
+
+
+@dataclass
+class StreamState:
+    """What the stream has learnt so far (chunk template, timings, reports)."""
+
+    template: dict[str, Any] = field(default_factory=dict)
+    reports: list[SentenceReport] = field(default_factory=list)
+    sentences: list[Sentence] = field(default_factory=list)
+    first_content_at: float | None = None
+    upstream_done_at: float | None = None
+
+
+class ChatStream:
+    def __init__(
+        self,
+        events: AsyncIterator[SSEEvent],
+        mode: Mode,
+        checks: StreamChecks,
+        context: CheckContext,
+        summarize: Callable[[list[SentenceReport], Mode], Any],
+        started_at: float | None = None,
+    ) -> None:
+        self._events = events
+        self.mode = mode
+        self._checks = checks
+        self._context = context
+        self._summarize = summarize
+        self._segmenter = StreamSegmenter()
+        self.state = StreamState()
+        self._started_at = started_at or time.perf_counter()
+
+    # ------------------------------------------------------------------ public
+    async def run(self) -> AsyncIterator[Out]:
+        """Yield the client's stream. Cancelling the consumer cancels the pending checks."""
+        try:
+            if self.mode is Mode.OFF:
+                async for out in self._run_off():
+                    yield out
+            elif self.mode is Mode.ANNOTATE:
+                async for out in self._run_annotate():
+                    yield out
+            else:
+                async for out in self._run_correct():
+                    yield out
+        finally:
+            await self._checks.cancel_all()
+
+    # ------------------------------------------------------------------ modes
+    async def _run_off(self) -> AsyncIterator[Out]:
+        try:
+            async for event in self._events:
+                self._mark_first_content()
+                yield Out(raw=event.raw)
+        except UpstreamError as exc:
+            yield self._error_out(exc)
+        self.state.upstream_done_at = time.perf_counter()
+
+    async def _run_annotate(self) -> AsyncIterator[Out]:
+        queue: asyncio.Queue[Out | None] = asyncio.Queue()
+        reader = asyncio.create_task(self._annotate_reader(queue))
+        try:
+            while (item := await queue.get()) is not None:
+                yield item
+        finally:
+            if not reader.done():
+                reader.cancel()
+            await asyncio.gather(reader, return_exceptions=True)
+
+    async def _annotate_reader(self, queue: asyncio.Queue[Out | None]) -> None:
+        done_event: bytes | None = None
+        try:
+            async for event in self._events:
+                if event.is_done:
+                    done_event = event.raw
+                    break
+                content = _content0(self._parse(event))
+                queue.put_nowait(Out(raw=event.raw))
+                if content:
+                    self._mark_first_content()
+                    self._submit(self._segmenter.feed(content), queue)
+        except UpstreamError as exc:
+            await self._checks.cancel_all()
+            queue.put_nowait(self._error_out(exc))
+            queue.put_nowait(None)
+            return
+        self.state.upstream_done_at = time.perf_counter()
+        self._submit(self._segmenter.flush(), queue)
+        await self._checks.wait_all()
+        await self._finish(queue, done_event)
+
+    async def _run_correct(self) -> AsyncIterator[Out]:
+        queue: asyncio.Queue[_Pending | None] = asyncio.Queue()
+        reader = asyncio.create_task(self._correct_reader(queue))
+        try:
+            while (item := await queue.get()) is not None:
+                async for out in self._release(item):
+                    yield out
+        finally:
+            if not reader.done():
+                reader.cancel()
+            await asyncio.gather(reader, return_exceptions=True)
+
+    async def _correct_reader(self, queue: asyncio.Queue[_Pending | None]) -> None:
+        done_event: bytes | None = None
+        try:
+            async for event in self._events:
+                if event.is_done:
+                    done_event = event.raw
+                    break
+                chunk = self._parse(event)
+                content = _content0(chunk)
+                rest: Out | None = Out(raw=event.raw)
+                if content:
+                    self._enqueue_segments(self._segmenter.feed(content), queue)
+                    rest = _without_content0(chunk)
+                if chunk is not None and _finish_reason0(chunk):
+                    self._enqueue_segments(self._segmenter.flush(), queue)
+                if rest is not None:
+                    queue.put_nowait(_Pending(out=rest))
+        except UpstreamError as exc:
+            # Send what is held unchecked rather than lose it, then the error.
+            await self._checks.cancel_all()
+            for segment in self._segmenter.flush():
+                queue.put_nowait(_Pending(segment=segment))
+            queue.put_nowait(_Pending(out=self._error_out(exc)))
+            queue.put_nowait(None)
+            return
+        self.state.upstream_done_at = time.perf_counter()
+        self._enqueue_segments(self._segmenter.flush(), queue)
+        summary_queue: asyncio.Queue[Out | None] = asyncio.Queue()
+        await self._checks.wait_all()
+        await self._finish(summary_queue, done_event)
+        while (out := summary_queue.get_nowait()) is not None:
+            queue.put_nowait(_Pending(out=out))
+        queue.put_nowait(None)
+
+    async def _release(self, item: _Pending) -> AsyncIterator[Out]:
+        """Correct mode: emit one ordered item, waiting for its check if it has one."""
+        if item.out is not None:
+            yield item.out
+            return
+        assert item.segment is not None
+        text = item.segment.text
+        report = await item.task if item.task is not None else None
+        if report is not None and report.corrected_text is not None:
+            text = report.corrected_text
+        if text:
+            self._mark_first_content()
+            yield Out(payload=self._content_chunk(text))
+        if report is not None:
+            self.state.reports.append(report)
+            yield Out(payload=self._factcheck_chunk({"type": "sentence", "report": report.model_dump(mode="json")}))
+
+    # ------------------------------------------------------------------ helpers
+    def _submit(self, segments: list[Segment], queue: asyncio.Queue[Out | None]) -> None:
+        """Annotate mode: start a check per sentence; its report is queued when ready."""
+        for segment in segments:
+            sentence = self._sentence_of(segment)
+            if sentence is None:
+                continue
+            task = self._checks.submit(sentence, self._context_for(sentence))
+            task.add_done_callback(lambda t, q=queue: self._on_report(t, q))
+
+    def _on_report(self, task: asyncio.Task[SentenceReport], queue: asyncio.Queue[Out | None]) -> None:
+        if task.cancelled() or task.exception() is not None:
+            return
+        report = task.result()
+        self.state.reports.append(report)
+        queue.put_nowait(Out(payload=self._factcheck_chunk({"type": "sentence", "report": report.model_dump(mode="json")})))
+
+    def _enqueue_segments(self, segments: list[Segment], queue: asyncio.Queue[_Pending | None]) -> None:
+        for segment in segments:
+            sentence = self._sentence_of(segment)
+            task = self._checks.submit(sentence, self._context_for(sentence)) if sentence is not None else None
+            queue.put_nowait(_Pending(segment=segment, task=task))
+
+    def _sentence_of(self, segment: Segment) -> Sentence | None:
+        if not segment.checkable:
+            return None
+        sentence = Sentence(
+            index=len(self.state.sentences),
+            start=segment.start,
+            end=segment.end,
+            text=segment.text,
+            code_spans=segment.code_spans,
+        )
+        self.state.sentences.append(sentence)
+        return sentence
+
+    def _context_for(self, sentence: Sentence) -> CheckContext:
+        previous = [s.text for s in self.state.sentences[: sentence.index]]
+        return self._context.model_copy(update={"previous": previous})
+
+    async def _finish(self, queue: asyncio.Queue[Out | None], done_event: bytes | None) -> None:
+        summary: StreamSummary = await self._summarize(self.state.reports, self.mode)
+        added = None
+        if self.state.upstream_done_at is not None:
+            added = (time.perf_counter() - self.state.upstream_done_at) * 1000.0
+        summary = summary.model_copy(update={"added_latency_ms": added})
+        queue.put_nowait(Out(payload=self._factcheck_chunk({"type": "summary", "summary": summary.model_dump(mode="json")})))
+        queue.put_nowait(Out(raw=done_event or DONE_EVENT))
+        queue.put_nowait(None)
+
+    def _parse(self, event: SSEEvent) -> dict[str, Any] | None:
+        """The event's JSON object, or None (no data, [DONE], or not JSON: passed through)."""
+        if event.data is None or event.is_done:
+            return None
+        try:
+            chunk = event.json()
+        except ValueError:
+            UPSTREAM_ERRORS.labels(kind="invalid_sse").inc()
+            log.warning("upstream sent an event that is not JSON; passing it through")
+            return None
+        if not isinstance(chunk, dict):
+            return None
+        self._remember_template(chunk)
+        return chunk
+
+    def _remember_template(self, chunk: dict[str, Any]) -> None:
+        if self.state.template:
+            return
+        self.state.template = {
+            key: chunk[key] for key in ("id", "object", "created", "model", "system_fingerprint") if key in chunk
+        }
+        self.state.template.setdefault("object", "chat.completion.chunk")
+
+    def _base_chunk(self) -> dict[str, Any]:
+        base = dict(self.state.template) or {"object": "chat.completion.chunk"}
+        base.setdefault("id", "chatcmpl-factcheck")
+        base.setdefault("created", int(time.time()))
+        base.setdefault("model", "unknown")
+        return base
+
+    def _content_chunk(self, text: str) -> dict[str, Any]:
+        chunk = self._base_chunk()
+        chunk["choices"] = [{"index": 0, "delta": {"content": text}, "logprobs": None, "finish_reason": None}]
+        return chunk
+
+    def _factcheck_chunk(self, factcheck: dict[str, Any]) -> dict[str, Any]:
+        chunk = self._base_chunk()
+        chunk["choices"] = [{"index": 0, "delta": {}, "logprobs": None, "finish_reason": None}]
+        chunk["factcheck"] = factcheck
+        return chunk
+
+    def _mark_first_content(self) -> None:
+        if self.state.first_content_at is None:
+            self.state.first_content_at = time.perf_counter()
+            TIME_TO_FIRST_TOKEN.labels(mode=self.mode.value).observe(self.state.first_content_at - self._started_at)
+
+    @staticmethod
+    def _error_out(exc: UpstreamError) -> Out:
+        UPSTREAM_ERRORS.labels(kind=exc.kind).inc()
+        return Out(payload=error_body(str(exc), "upstream_error", None, exc.kind))
+
+
+def _choice0(chunk: dict[str, Any]) -> dict[str, Any] | None:
+    choices = chunk.get("choices")
+    if not isinstance(choices, list):
+        return None
+    for choice in choices:
+        if isinstance(choice, dict) and choice.get("index", 0) == 0:
+            return choice
+    return None
+
+
+def _content0(chunk: dict[str, Any] | None) -> str:
+    choice = _choice0(chunk) if chunk is not None else None
+    delta = choice.get("delta") if choice else None
+    content = delta.get("content") if isinstance(delta, dict) else None
+    return content if isinstance(content, str) else ""
+
+
+def _finish_reason0(chunk: dict[str, Any]) -> str | None:
+    choice = _choice0(chunk)
+    return choice.get("finish_reason") if choice else None
+
+
+def _without_content0(chunk: dict[str, Any] | None) -> Out | None:
+    """Correct mode: the chunk minus choice 0's content, or None if nothing else is in it."""
+    assert chunk is not None
+    stripped = copy.deepcopy(chunk)
+    choice = _choice0(stripped)
+    assert choice is not None
+    del choice["delta"]["content"]
+    keep = bool(choice["delta"]) or choice.get("finish_reason") is not None
+    keep = keep or len(stripped["choices"]) > 1 or stripped.get("usage") is not None
+    return Out(payload=stripped) if keep else None

@@ -1,0 +1,47 @@
+"""Test doubles for the proxy: checkers with scripted behaviour."""
+
+from __future__ import annotations
+
+import asyncio
+
+from middleware.types import CheckContext, Edit, Sentence, SentenceReport, Tag, Verdict
+
+
+class ScriptedChecker:
+    """Contradicts sentences containing a key of ``fixes`` and suggests its value; every
+    other sentence is attributable. Records what it saw."""
+
+    def __init__(self, fixes: dict[str, str] | None = None, delay: float = 0.0) -> None:
+        self.fixes = fixes or {}
+        self.delay = delay
+        self.seen: list[tuple[Sentence, CheckContext]] = []
+        self.cancelled = 0
+        self.running = 0
+
+    async def check(self, sentence: Sentence, context: CheckContext) -> SentenceReport:
+        self.seen.append((sentence, context))
+        self.running += 1
+        try:
+            if self.delay:
+                await asyncio.sleep(self.delay)
+        except asyncio.CancelledError:
+            self.cancelled += 1
+            raise
+        finally:
+            self.running -= 1
+        for wrong, right in self.fixes.items():
+            at = sentence.text.find(wrong)
+            if at >= 0:
+                start = sentence.start + at
+                edit = Edit(start=start, end=start + len(wrong), original=wrong, replacement=right, tag="entity")
+                return SentenceReport(
+                    index=sentence.index, start=sentence.start, end=sentence.end, text=sentence.text,
+                    verdict=Verdict(label="contradictory", scores={"contradictory": 1.0}),
+                    tags=[Tag(type="entity", start=edit.start, end=edit.end, text=wrong, replacement=right)],
+                    edits=[edit],
+                    corrected_text=sentence.text.replace(wrong, right, 1) if context.mode.value == "correct" else None,
+                )
+        return SentenceReport(
+            index=sentence.index, start=sentence.start, end=sentence.end, text=sentence.text,
+            verdict=Verdict(label="attributable", scores={"attributable": 1.0}),
+        )
