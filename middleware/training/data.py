@@ -1,0 +1,130 @@
+"""Labelled NLI pairs: loading ``pairs.jsonl`` sources, text clean-up, label encoding and a
+stable dev split.
+
+Two-class sources (label ``not_entailment``) keep that label: the trainer applies a loss on
+P(entailment) only for them, so they never teach the model that "not entailed" means neutral.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from middleware.training import LABELS
+
+NOT_ENTAILMENT = -1
+"""Target id of a two-class ``not_entailment`` pair (loss on P(entailment) only)."""
+
+_LABEL_IDS = {name: i for i, name in enumerate(LABELS)} | {"not_entailment": NOT_ENTAILMENT}
+
+_PTB_TOKENS = {
+    "-LRB-": "(", "-RRB-": ")", "-LSB-": "[", "-RSB-": "]", "-LCB-": "{", "-RCB-": "}",
+    "-COLON-": ":", "``": '"', "''": '"',
+}
+_PTB_RE = re.compile("|".join(re.escape(k) for k in _PTB_TOKENS))
+_SPACE_BEFORE = re.compile(r"\s+([.,;:!?%)\]}])")
+_SPACE_AFTER = re.compile(r"([(\[{$])\s+")
+_CONTRACTION = re.compile(r"\s+(n't|'s|'re|'ve|'ll|'d|'m)\b", re.IGNORECASE)
+_QUOTES = re.compile(r'"\s+([^"]*?)\s+"')
+_WIKI_JOIN = re.compile(r"\s@([-,.])@\s")
+
+
+@dataclass(frozen=True)
+class Pair:
+    premise: str
+    hypothesis: str
+    label: int  # 0..2 index into LABELS, or NOT_ENTAILMENT
+    source: str = ""
+    id: str = ""
+    extra: dict = field(default_factory=dict, compare=False, hash=False)
+
+
+def clean_text(text: str) -> str:
+    """Undo PTB/FEVER escapes (-LRB- ...), WikiText join marks (@-@) and tokeniser spacing
+    (``word .``) so training text looks like the prose the verifier will see."""
+    text = _PTB_RE.sub(lambda m: _PTB_TOKENS[m.group(0)], text)
+    text = _WIKI_JOIN.sub(r"\1", text)
+    text = _CONTRACTION.sub(r"\1", text)
+    text = _SPACE_BEFORE.sub(r"\1", text)
+    text = _SPACE_AFTER.sub(r"\1", text)
+    text = _QUOTES.sub(r'"\1"', text)
+    return re.sub(r"\s+", " ", text).strip()
+
+
+def label_id(label: str) -> int:
+    """Map a ``pairs.jsonl`` label to a target id; ``not_entailment`` stays two-class."""
+    try:
+        return _LABEL_IDS[label]
+    except KeyError:
+        raise ValueError(f"unknown NLI label {label!r}") from None
+
+
+def read_pairs(path: Path, source: str | None = None) -> list[Pair]:
+    """Read one ``pairs.jsonl`` (premise, hypothesis, label, id ...), cleaning the text and
+    dropping exact duplicates."""
+    source = source or path.parent.name
+    pairs: list[Pair] = []
+    seen: set[tuple[str, str, int]] = set()
+    with path.open(encoding="utf-8") as handle:
+        for line in handle:
+            if not line.strip():
+                continue
+            row = json.loads(line)
+            pair = Pair(
+                premise=clean_text(row["premise"]),
+                hypothesis=clean_text(row["hypothesis"]),
+                label=label_id(row["label"]),
+                source=source,
+                id=str(row.get("id", len(pairs))),
+            )
+            key = (pair.premise, pair.hypothesis, pair.label)
+            if pair.premise and pair.hypothesis and key not in seen:
+                seen.add(key)
+                pairs.append(pair)
+    return pairs
+
+
+def find_pair_files(paths: Iterable[Path]) -> list[Path]:
+    """Each argument is a ``pairs.jsonl`` file or a directory searched for them."""
+    files: list[Path] = []
+    for path in paths:
+        files.extend(sorted(path.rglob("pairs.jsonl")) if path.is_dir() else [path])
+    if not files:
+        raise FileNotFoundError(f"no pairs.jsonl under {[str(p) for p in paths]}")
+    return files
+
+
+def file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _bucket(pair: Pair, seed: int) -> float:
+    """A number in [0, 1) fixed by (seed, source, id, text): the dev split does not move
+    when other sources are added or rows are reordered."""
+    key = f"{seed}|{pair.source}|{pair.id}|{pair.premise}|{pair.hypothesis}".encode()
+    return int.from_bytes(hashlib.sha256(key).digest()[:8], "big") / 2**64
+
+
+def split_dev(pairs: Sequence[Pair], dev_size: int, seed: int) -> tuple[list[Pair], list[Pair]]:
+    """Hold out about ``dev_size`` pairs stratified by (source, label), chosen by hash.
+    Pairs sharing a premise with a dev pair are dropped from training (no premise leak)."""
+    strata: dict[tuple[str, int], list[Pair]] = {}
+    for pair in pairs:
+        strata.setdefault((pair.source, pair.label), []).append(pair)
+    fraction = min(1.0, dev_size / max(1, len(pairs)))
+    dev: list[Pair] = []
+    for members in strata.values():
+        ranked = sorted(members, key=lambda p: _bucket(p, seed))
+        dev.extend(ranked[: round(len(members) * fraction)])
+    dev_ids = {id(p) for p in dev}
+    dev_premises = {p.premise for p in dev}
+    train = [p for p in pairs if id(p) not in dev_ids and p.premise not in dev_premises]
+    return train, dev

@@ -1,0 +1,296 @@
+"""Fine-tuning a 3-way NLI cross-encoder on the CPU, with a wall-clock budget.
+
+Speed levers for a small shared CPU: pre-tokenised pairs, dynamic padding with length-bucketed
+batches, frozen word embeddings (optional), evaluation on a fixed dev slice. The best checkpoint
+(by 3-way accuracy on the natural dev pairs) is saved at every improving evaluation, so a killed
+run loses at most one evaluation interval.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import platform
+import random
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch.nn import functional as F
+
+from middleware.training import LABELS
+from middleware.training.data import NOT_ENTAILMENT, Pair
+
+log = logging.getLogger(__name__)
+
+ENTAILMENT = LABELS.index("entailment")
+
+
+@dataclass
+class TrainConfig:
+    base: str
+    out: Path
+    seed: int = 13
+    lr: float = 5e-5
+    weight_decay: float = 0.01
+    warmup: float = 0.06
+    batch_size: int = 32
+    max_length: int = 128
+    epochs: float = 2.0
+    max_minutes: float = 70.0
+    eval_every: int = 200
+    patience: int = 5
+    threads: int = 2
+    freeze_embeddings: bool = True
+    eval_batch_size: int = 64
+    bucket_span: int = 50  # batches per length-sorted shuffle chunk
+    extra: dict = field(default_factory=dict)  # data description, hashes (written to meta)
+
+
+def load_base(base: str, labels: Sequence[str] = LABELS):
+    """Tokenizer and sequence-classification model from a hub id or local checkpoint; the
+    packaged MiniLM encoder gets a fresh classification head."""
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(base)
+    model = AutoModelForSequenceClassification.from_pretrained(
+        base,
+        num_labels=len(labels),
+        id2label=dict(enumerate(labels)),
+        label2id={name: i for i, name in enumerate(labels)},
+        ignore_mismatched_sizes=True,
+    )
+    return tokenizer, model
+
+
+def encode(tokenizer, pairs: Sequence[Pair], max_length: int) -> list[list[int]]:
+    """Token ids of (premise, hypothesis), truncating the longer side first."""
+    enc = tokenizer(
+        [p.premise for p in pairs], [p.hypothesis for p in pairs],
+        truncation="longest_first", max_length=max_length,
+    )
+    return enc["input_ids"], enc.get("token_type_ids")
+
+
+def nli_loss(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    """Cross-entropy for 3-way targets; for two-class ``not_entailment`` targets,
+    -log(1 - P(entailment)) computed as -logsumexp of the other log-probabilities."""
+    logp = F.log_softmax(logits, dim=-1)
+    three = labels >= 0
+    losses = torch.zeros_like(labels, dtype=logp.dtype)
+    if three.any():
+        losses[three] = -logp[three].gather(1, labels[three].unsqueeze(1)).squeeze(1)
+    two = ~three
+    if two.any():
+        rest = torch.cat([logp[two, :ENTAILMENT], logp[two, ENTAILMENT + 1:]], dim=1)
+        losses[two] = -torch.logsumexp(rest, dim=1)
+    return losses.mean()
+
+
+class Batches:
+    """Length-bucketed batches over pre-tokenised pairs: shuffle, sort chunks of
+    ``bucket_span`` batches by length, shuffle the batches."""
+
+    def __init__(self, ids, types, labels, batch_size, pad_id, rng, bucket_span=50):
+        self.ids, self.types, self.labels = ids, types, labels
+        self.batch_size, self.pad_id, self.rng, self.span = batch_size, pad_id, rng, bucket_span
+
+    def epoch(self) -> list[list[int]]:
+        order = list(range(len(self.ids)))
+        self.rng.shuffle(order)
+        chunk = self.batch_size * self.span
+        batches: list[list[int]] = []
+        for start in range(0, len(order), chunk):
+            part = sorted(order[start:start + chunk], key=lambda i: len(self.ids[i]))
+            batches.extend(part[i:i + self.batch_size] for i in range(0, len(part), self.batch_size))
+        self.rng.shuffle(batches)
+        return batches
+
+    def tensors(self, index: Sequence[int]) -> dict[str, torch.Tensor]:
+        return collate([self.ids[i] for i in index], [self.types[i] for i in index] if self.types else None,
+                       self.pad_id) | {"labels": torch.tensor([self.labels[i] for i in index])}
+
+
+def collate(ids, types, pad_id: int) -> dict[str, torch.Tensor]:
+    width = max(len(x) for x in ids)
+    input_ids = torch.full((len(ids), width), pad_id, dtype=torch.long)
+    mask = torch.zeros((len(ids), width), dtype=torch.long)
+    token_types = torch.zeros((len(ids), width), dtype=torch.long)
+    for row, seq in enumerate(ids):
+        input_ids[row, :len(seq)] = torch.tensor(seq)
+        mask[row, :len(seq)] = 1
+        if types:
+            token_types[row, :len(seq)] = torch.tensor(types[row])
+    return {"input_ids": input_ids, "attention_mask": mask, "token_type_ids": token_types}
+
+
+@torch.inference_mode()
+def predict(model, tokenizer, pairs: Sequence[Pair], max_length: int, batch_size: int = 64) -> np.ndarray:
+    """Class probabilities (n, 3) in ``LABELS`` order, batched by length."""
+    model.eval()
+    ids, types = encode(tokenizer, pairs, max_length)
+    order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
+    probs = np.zeros((len(ids), len(LABELS)), dtype=np.float32)
+    for start in range(0, len(order), batch_size):
+        index = order[start:start + batch_size]
+        batch = collate([ids[i] for i in index], [types[i] for i in index] if types else None, tokenizer.pad_token_id)
+        probs[index] = torch.softmax(model(**batch).logits.float(), dim=-1).numpy()
+    return probs
+
+
+def dev_metrics(pairs: Sequence[Pair], probs: np.ndarray) -> dict[str, float]:
+    """3-way accuracy on three-class pairs (overall, natural only, per source) and
+    entailment-vs-rest accuracy on two-class pairs."""
+    pred = probs.argmax(axis=1)
+    out: dict[str, float] = {}
+    groups: dict[str, list[int]] = {}
+    for i, pair in enumerate(pairs):
+        groups.setdefault(pair.source, []).append(i)
+    three_nat = [i for i, p in enumerate(pairs) if p.label >= 0 and p.source != "synthetic"]
+    three_all = [i for i, p in enumerate(pairs) if p.label >= 0]
+    out["acc3_natural"] = _acc(pred, pairs, three_nat)
+    out["acc3_all"] = _acc(pred, pairs, three_all)
+    for source, index in sorted(groups.items()):
+        if all(pairs[i].label == NOT_ENTAILMENT or pairs[i].label == ENTAILMENT for i in index) and any(
+            pairs[i].label == NOT_ENTAILMENT for i in index
+        ):
+            hits = [(pred[i] == ENTAILMENT) == (pairs[i].label == ENTAILMENT) for i in index]
+            out[f"acc2_{source}"] = float(np.mean(hits))
+        else:
+            out[f"acc3_{source}"] = _acc(pred, pairs, index)
+    return out
+
+
+def _acc(pred: np.ndarray, pairs: Sequence[Pair], index: Sequence[int]) -> float:
+    if not index:
+        return float("nan")
+    return float(np.mean([pred[i] == pairs[i].label for i in index]))
+
+
+def train(config: TrainConfig, train_pairs: Sequence[Pair], dev_pairs: Sequence[Pair],
+          on_eval: Callable[[dict], None] | None = None) -> dict:
+    """Fine-tune, evaluating every ``eval_every`` steps and at the end; keep the best
+    checkpoint in ``config.out / 'checkpoint'`` and the run record in ``train_meta.json``."""
+    started = time.monotonic()
+    random.seed(config.seed)
+    np.random.seed(config.seed)
+    torch.manual_seed(config.seed)
+    torch.set_num_threads(config.threads)
+    config.out.mkdir(parents=True, exist_ok=True)
+    tokenizer, model = load_base(config.base)
+    if config.freeze_embeddings:
+        model.base_model.embeddings.word_embeddings.weight.requires_grad_(False)
+    ids, types = encode(tokenizer, train_pairs, config.max_length)
+    batches = Batches(ids, types, [p.label for p in train_pairs], config.batch_size,
+                      tokenizer.pad_token_id, random.Random(config.seed), config.bucket_span)
+    steps_per_epoch = math.ceil(len(ids) / config.batch_size)
+    horizon = [max(1, int(config.epochs * steps_per_epoch))]
+    params = [p for p in model.parameters() if p.requires_grad]
+    decay = [p for n, p in model.named_parameters() if p.requires_grad and p.ndim > 1]
+    no_decay = [p for n, p in model.named_parameters() if p.requires_grad and p.ndim <= 1]
+    optimizer = torch.optim.AdamW([{"params": decay, "weight_decay": config.weight_decay},
+                                   {"params": no_decay, "weight_decay": 0.0}], lr=config.lr)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: _lr_factor(s, horizon[0], config.warmup))
+    meta = _meta(config, train_pairs, dev_pairs, steps_per_epoch)
+    best = -1.0
+    stale = 0
+    step = 0
+    seen = 0
+    budget_s = config.max_minutes * 60
+    train_started = time.monotonic()
+    stop = ""
+    while not stop:
+        for index in batches.epoch():
+            model.train()
+            batch = batches.tensors(index)
+            labels = batch.pop("labels")
+            loss = nli_loss(model(**batch).logits, labels)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(params, 1.0)
+            optimizer.step()
+            scheduler.step()
+            optimizer.zero_grad(set_to_none=True)
+            step += 1
+            seen += len(index)
+            if step == 30:  # re-plan the LR schedule to what fits in the time budget
+                rate = step / (time.monotonic() - train_started)
+                fit = int(rate * (budget_s - (time.monotonic() - started)) * 0.9)
+                horizon[0] = max(step + 1, min(horizon[0], fit))
+                log.info("%.2f steps/s: schedule horizon %d steps", rate, horizon[0])
+            if step % 20 == 0:
+                log.info("step %d loss %.4f lr %.2e pairs/s %.1f", step, loss.item(), scheduler.get_last_lr()[0],
+                         seen / (time.monotonic() - train_started))
+            out_of_time = time.monotonic() - started > budget_s
+            done = step >= horizon[0]
+            if step % config.eval_every == 0 or out_of_time or done:
+                record = _evaluate(model, tokenizer, dev_pairs, config, step, seen, train_started)
+                meta["evals"].append(record)
+                if record["acc3_natural"] > best:
+                    best, stale = record["acc3_natural"], 0
+                    meta["best"] = record
+                    model.save_pretrained(config.out / "checkpoint")
+                    tokenizer.save_pretrained(config.out / "checkpoint")
+                else:
+                    stale += 1
+                meta["train_seconds"] = round(time.monotonic() - started, 1)
+                _write_meta(config.out, meta)
+                if on_eval:
+                    on_eval(record)
+                stop = ("time budget" if out_of_time else "schedule done" if done
+                        else "early stopping" if stale >= config.patience else "")
+                if stop:
+                    break
+    meta["stopped"] = stop
+    meta["steps"] = step
+    meta["pairs_seen"] = seen
+    meta["epochs_done"] = round(seen / max(1, len(ids)), 3)
+    meta["train_seconds"] = round(time.monotonic() - started, 1)
+    _write_meta(config.out, meta)
+    return meta
+
+
+def _lr_factor(step: int, horizon: int, warmup: float) -> float:
+    warm = max(1, int(horizon * warmup))
+    if step < warm:
+        return (step + 1) / warm
+    return max(0.0, (horizon - step) / max(1, horizon - warm))
+
+
+def _evaluate(model, tokenizer, dev_pairs, config, step, seen, train_started) -> dict:
+    t0 = time.monotonic()
+    probs = predict(model, tokenizer, dev_pairs, config.max_length, config.eval_batch_size)
+    record = {"step": step, "pairs_seen": seen, "minutes": round((time.monotonic() - train_started) / 60, 2)}
+    record |= {k: round(v, 4) for k, v in dev_metrics(dev_pairs, probs).items()}
+    record["eval_seconds"] = round(time.monotonic() - t0, 1)
+    log.info("eval %s", json.dumps(record))
+    return record
+
+
+def _meta(config: TrainConfig, train_pairs, dev_pairs, steps_per_epoch) -> dict:
+    hyper = {k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(config).items() if k != "extra"}
+    counts: dict[str, dict[str, int]] = {}
+    for name, pairs in (("train", train_pairs), ("dev", dev_pairs)):
+        for p in pairs:
+            label = "not_entailment" if p.label == NOT_ENTAILMENT else LABELS[p.label]
+            counts.setdefault(name, {}).setdefault(p.source, {}).setdefault(label, 0)
+            counts[name][p.source][label] += 1
+    return {
+        "labels": list(LABELS),
+        "hyper_parameters": hyper,
+        "data": config.extra,
+        "counts": counts,
+        "steps_per_epoch": steps_per_epoch,
+        "environment": {"python": platform.python_version(), "torch": torch.__version__,
+                        "transformers": __import__("transformers").__version__},
+        "evals": [],
+    }
+
+
+def _write_meta(out: Path, meta: dict) -> None:
+    tmp = out / "train_meta.json.tmp"
+    tmp.write_text(json.dumps(meta, indent=2, sort_keys=False), encoding="utf-8")
+    tmp.replace(out / "train_meta.json")
