@@ -69,6 +69,18 @@ class RuntimeSettings(BaseModel):
         "bundled", description="NLI cross-encoder: 'bundled' (onnx_models/), hub id, checkpoint or export dir"
     )
     rerank_model: str | None = Field(None, description="relevance cross-encoder (none: hybrid BM25+embedding)")
+    pair_quantize: Literal["none", "int8"] = Field(
+        "int8", description="quantisation of NLI/rerank cross-encoders exported from a checkpoint or hub id"
+    )
+    seq2seq_quantize: Literal["none", "int8"] = Field(
+        "none", description="quantisation of seq2seq models exported from a checkpoint or hub id"
+    )
+    max_length: int = Field(256, description="tokens per input when exporting (longer inputs are truncated)")
+    sync_batch_size: int = Field(64, description="batch size of offline (non-batcher) jobs such as indexing")
+    verify_checksums: bool = Field(True, description="check each model file's sha256 against its manifest at load")
+    thread_spinning: bool = Field(
+        False, description="let onnxruntime worker threads spin between runs (lower latency, busy CPU)"
+    )
 
 
 class EvidenceSettings(BaseModel):
@@ -97,6 +109,26 @@ class EvidenceSettings(BaseModel):
     cache_ttl_s: float = 3600.0
     cache_max_items: int = 10_000
     redis_url: str = "redis://127.0.0.1:6379/0"
+    redis_key_prefix: str = Field("factcheck:", description="prefix of every cache key written to Redis")
+    redis_retry_s: float = Field(
+        15.0, description="after a Redis failure, serve from the in-process cache this long before retrying"
+    )
+    brave_url: str = Field("https://api.search.brave.com/res/v1/web/search", description="Brave web search endpoint")
+    tavily_url: str = Field("https://api.tavily.com/search", description="Tavily search endpoint")
+    serper_url: str = Field("https://google.serper.dev/search", description="Serper search endpoint")
+    search_timeouts_s: dict[str, float] = Field(
+        default_factory=dict, description="per-provider timeout overrides, name -> seconds (default search_timeout_s)"
+    )
+    search_retries: int = Field(2, description="retries of a provider request on 429, 5xx or a dropped connection")
+    search_backoff_s: float = Field(0.25, description="first retry delay; doubles each retry, with jitter")
+    search_backoff_max_s: float = Field(2.0, description="longest retry delay (also caps Retry-After)")
+    search_dedup_threshold: float = Field(
+        90.0, description="rapidfuzz ratio (0-100) at or above which two results' texts count as the same"
+    )
+    wikipedia_pages: int = Field(3, description="top Wikipedia search hits whose intro extracts become passages")
+    http_user_agent: str = Field(
+        "factcheck-middleware/0.1 (streaming fact-checking proxy)", description="User-Agent of search and fetch requests"
+    )
 
 
 class PipelineSettings(BaseModel):
