@@ -27,3 +27,6 @@ for _name in _COMMAND_MODULES:
             raise
         continue
     _module.register(app)
+
+if __name__ == "__main__":
+    app()

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hmac
 import logging
+import time
 from collections.abc import Awaitable, Callable
 
 from aiohttp import web
@@ -27,12 +28,13 @@ from middleware.server.chat import (
     upstream_error_response,
     upstream_headers,
 )
+from middleware.server.openapi import openapi_document
 from middleware.settings import Settings
 
 log = logging.getLogger(__name__)
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
-_OPEN_PATHS = frozenset({"/healthz", "/metrics"})
+_OPEN_PATHS = frozenset({"/healthz", "/metrics", "/openapi.json"})
 
 
 def build_checker(settings: Settings) -> Checker:
@@ -61,6 +63,7 @@ def create_app(settings: Settings, checker: Checker | None = None, upstream: Ups
     app.router.add_get("/v1/models", _models)
     app.router.add_get("/healthz", _healthz)
     app.router.add_get("/metrics", _metrics)
+    app.router.add_get("/openapi.json", _openapi)
     app.on_cleanup.append(_close_upstream)
     return app
 
@@ -76,6 +79,10 @@ async def _models(request: web.Request) -> web.Response:
 
 async def _healthz(request: web.Request) -> web.Response:
     return web.json_response({"status": "ok"})
+
+
+async def _openapi(request: web.Request) -> web.Response:
+    return web.json_response(openapi_document())
 
 
 async def _metrics(request: web.Request) -> web.Response:
@@ -104,20 +111,49 @@ async def _error_middleware(request: web.Request, handler: Handler) -> web.Strea
         return web.json_response(error_body(exc.reason, code=str(exc.status)), status=exc.status)
 
 
+class RateLimiter:
+    """A token bucket per proxy key: ``per_minute`` requests, bursting up to the same number."""
+
+    def __init__(self, per_minute: int) -> None:
+        self.rate = per_minute / 60.0
+        self.capacity = float(per_minute)
+        self._buckets: dict[int, tuple[float, float]] = {}
+
+    def allow(self, key_index: int) -> float:
+        """0 if allowed now, else seconds until a request would be."""
+        now = time.monotonic()
+        tokens, last = self._buckets.get(key_index, (self.capacity, now))
+        tokens = min(self.capacity, tokens + (now - last) * self.rate)
+        if tokens >= 1.0:
+            self._buckets[key_index] = (tokens - 1.0, now)
+            return 0.0
+        self._buckets[key_index] = (tokens, now)
+        return (1.0 - tokens) / self.rate
+
+
 def _auth_middleware(settings: Settings) -> Callable[..., Awaitable[web.StreamResponse]]:
+    """Proxy API keys (separate from upstream keys), compared in constant time, and an
+    optional per-key rate limit. Keys are never logged."""
     keys = [key.get_secret_value().encode() for key in settings.server.api_keys]
+    limiter = RateLimiter(settings.server.rate_limit_per_minute) if settings.server.rate_limit_per_minute else None
 
     @web.middleware
     async def check_key(request: web.Request, handler: Handler) -> web.StreamResponse:
         if not keys or request.path in _OPEN_PATHS:
             return await handler(request)
         presented = request.headers.get("Authorization", "").removeprefix("Bearer ").strip().encode()
-        # Constant-time: compare against every key, no early exit.
-        valid = False
-        for key in keys:
-            valid |= hmac.compare_digest(presented, key)
-        if not valid:
+        matched = -1
+        for index, key in enumerate(keys):  # no early exit: every key is compared
+            if hmac.compare_digest(presented, key):
+                matched = index
+        if matched < 0:
             raise RequestError("invalid or missing proxy API key", status=401, code="invalid_api_key")
+        if limiter is not None and (wait := limiter.allow(matched)) > 0:
+            response = web.json_response(
+                error_body("rate limit exceeded for this key", "rate_limit_error", None, "rate_limited"), status=429
+            )
+            response.headers["Retry-After"] = str(max(1, round(wait)))
+            return response
         return await handler(request)
 
     return check_key

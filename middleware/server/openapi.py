@@ -1,0 +1,87 @@
+"""The OpenAPI 3.1 document of the proxy's endpoints, served at ``/openapi.json``.
+
+Request schemas come from the pydantic wire models, so the document cannot drift from what
+the server validates."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Any
+
+from middleware.server.protocol import ChatRequest
+from middleware.types import SentenceReport, StreamSummary
+
+_ERROR = {
+    "type": "object",
+    "required": ["error"],
+    "properties": {
+        "error": {
+            "type": "object",
+            "required": ["message", "type"],
+            "properties": {
+                "message": {"type": "string"},
+                "type": {"type": "string"},
+                "param": {"type": ["string", "null"]},
+                "code": {"type": ["string", "null"]},
+            },
+        }
+    },
+}
+
+
+def _error_response(description: str) -> dict[str, Any]:
+    return {"description": description, "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}
+
+
+def _schemas() -> dict[str, Any]:
+    defs: dict[str, Any] = {}
+    out: dict[str, Any] = {"Error": _ERROR}
+    for model in (ChatRequest, SentenceReport, StreamSummary):
+        schema = model.model_json_schema(ref_template="#/components/schemas/{model}")
+        defs.update(schema.pop("$defs", {}))
+        out[model.__name__] = schema
+    out.update(defs)
+    return out
+
+
+@lru_cache(maxsize=1)
+def openapi_document() -> dict[str, Any]:
+    chat_errors = {
+        "400": _error_response("invalid request"),
+        "401": _error_response("missing or invalid proxy API key"),
+        "413": _error_response("request body too large"),
+        "429": _error_response("too many concurrent streams or rate limited"),
+        "502": _error_response("upstream failure"),
+    }
+    return {
+        "openapi": "3.1.0",
+        "info": {"title": "factcheck proxy", "version": "0.1.0",
+                 "description": "OpenAI-compatible chat completions with streaming fact-checking."},
+        "paths": {
+            "/v1/chat/completions": {
+                "post": {
+                    "operationId": "createChatCompletion",
+                    "parameters": [{"name": "X-Factcheck-Mode", "in": "header", "required": False,
+                                    "schema": {"type": "string", "enum": ["off", "annotate", "correct"]}}],
+                    "requestBody": {"required": True,
+                                    "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ChatRequest"}}}},
+                    "responses": {
+                        "200": {"description": "a chat completion (JSON) or a stream of chunks (SSE)",
+                                "content": {"application/json": {"schema": {"type": "object"}},
+                                            "text/event-stream": {"schema": {"type": "string"}}}},
+                        **chat_errors,
+                    },
+                }
+            },
+            "/v1/models": {"get": {"operationId": "listModels", "responses": {
+                "200": {"description": "the upstream's model list",
+                        "content": {"application/json": {"schema": {"type": "object"}}}},
+                "502": _error_response("upstream failure")}}},
+            "/healthz": {"get": {"operationId": "health", "responses": {
+                "200": {"description": "alive", "content": {"application/json": {"schema": {
+                    "type": "object", "properties": {"status": {"type": "string"}}}}}}}}},
+            "/metrics": {"get": {"operationId": "metrics", "responses": {
+                "200": {"description": "Prometheus metrics", "content": {"text/plain": {"schema": {"type": "string"}}}}}}},
+        },
+        "components": {"schemas": _schemas()},
+    }
