@@ -30,8 +30,12 @@ _NUMBER_RE = re.compile(r"\d+(?:[.,]\d+)*")
 _ORDINALS = ("first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth")
 _NUMBER_WORDS = ("one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve")
 
-_DROPPABLE_DEPS = frozenset({"prep", "appos", "relcl", "acl", "advcl", "npadvmod", "amod", "advmod"})
+_DROPPABLE_DEPS = frozenset({"prep", "appos", "relcl", "acl", "advcl", "npadvmod", "amod"})
 _ADJUNCT_PREPS = frozenset({"in", "on", "at", "during", "with", "after", "before", "since", "near", "for"})
+_NON_INTERSECTIVE = frozenset({"former", "alleged", "fake", "false", "possible", "potential", "so-called", "only",
+                               "sole", "last", "first", "next", "previous", "main", "major", "minor", "few",
+                               "many", "several", "other", "same", "own", "future", "supposed", "apparent"})
+_SCOPE_WORDS = frozenset({"first", "last", "only", "never", "no", "none", "all", "every", "each", "most", "least"})
 _CONDITION_MARKERS = frozenset({"if", "unless", "until", "although", "though", "whether"})
 
 
@@ -89,8 +93,8 @@ def shorten_sentence(doc_or_text: Doc | Span | str, rng: random.Random, min_toke
     Sentences with negation are left alone (dropping a modifier under negation can flip
     entailment), as are conditional clauses."""
     doc = _as_doc(doc_or_text)
-    if any(t.dep_ == "neg" for t in doc):
-        return None
+    if any(t.dep_ == "neg" or t.tag_ in {"JJS", "RBS"} or t.lower_ in _SCOPE_WORDS for t in doc):
+        return None  # a dropped modifier under negation or a superlative can flip entailment
     candidates = [t for t in doc if t.dep_ in _DROPPABLE_DEPS and t.head.dep_ != "neg"]
     rng.shuffle(candidates)
     for token in candidates:
@@ -99,8 +103,8 @@ def shorten_sentence(doc_or_text: Doc | Span | str, rng: random.Random, min_toke
             continue
         if token.dep_ == "prep" and token.head.pos_ not in {"NOUN", "PROPN"} and token.lower_ not in _ADJUNCT_PREPS:
             continue
-        if token.dep_ in {"amod", "advmod"} and (len(subtree) > 1 or token.lower_ in {"only", "not", "never"}):
-            continue
+        if token.dep_ == "amod" and (len(subtree) > 1 or token.tag_ != "JJ" or token.ent_type_ or token.lower_ in _NON_INTERSECTIVE):
+            continue  # "first", "strongest", "more", "former", "alleged" ... change what is asserted
         lo, hi = subtree[0].i, subtree[-1].i + 1
         offset = doc[0].i
         kept = [t for t in doc if not lo <= t.i < hi]
