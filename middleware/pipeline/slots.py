@@ -1,0 +1,306 @@
+"""The checkable slots of a sentence: named entities, numbers and quantities with units,
+dates, and the relation (main verb, preposition, negation), each with character offsets
+and a normalised value, from one spaCy parse per sentence (cached).
+
+Slots are what the offline question generator asks about, what the slots verifier compares
+with the evidence, and what the editor replaces."""
+
+from __future__ import annotations
+
+import re
+from collections import OrderedDict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+from spacy.tokens import Doc, Span, Token
+
+from middleware.nlp import get_nlp
+from middleware.pipeline.dates import DateValue, dates_match, parse_date
+from middleware.pipeline.lexical import terms
+from middleware.pipeline.names import names_match, normalise_name
+from middleware.pipeline.quantities import Quantity, find_unit, parse_quantity, quantities_match
+
+SlotKind = Literal["entity", "number", "quantity", "date"]
+
+ENTITY_LABELS = frozenset(
+    {"PERSON", "ORG", "GPE", "LOC", "NORP", "FAC", "EVENT", "WORK_OF_ART", "PRODUCT", "LAW", "LANGUAGE"}
+)
+NUMBER_LABELS = frozenset({"CARDINAL", "QUANTITY", "PERCENT", "MONEY", "ORDINAL"})
+# entity labels that may stand for one another (spaCy confuses GPE/LOC/FAC)
+_LABEL_GROUP = {
+    "PERSON": "person", "ORG": "org", "GPE": "place", "LOC": "place", "FAC": "place", "NORP": "norp",
+    "EVENT": "event", "WORK_OF_ART": "work", "PRODUCT": "work", "LAW": "law", "LANGUAGE": "language",
+}  # fmt: skip
+_NEGATORS = {"not", "n't", "never", "no", "neither", "nor", "nobody", "nothing", "none", "nowhere"}
+
+
+@dataclass(frozen=True)
+class Role:
+    """Where a slot sits in its clause: its dependency, the preposition that governs it
+    and the lemma it attaches to ('born in Warsaw' -> dep pobj, prep 'in', head 'bear')."""
+
+    dep: str
+    prep: str | None
+    head: str
+
+
+@dataclass(frozen=True)
+class Slot:
+    kind: SlotKind
+    label: str  # spaCy label, or PROPN for a proper noun the NER missed
+    text: str
+    start: int  # character offsets in the analysed text
+    end: int
+    value: Quantity | DateValue | str  # normalised: Quantity, DateValue, or a normalised name
+    role: Role
+
+    @property
+    def group(self) -> str:
+        """Comparable type: entities by label family, numbers by dimension."""
+        if isinstance(self.value, Quantity):
+            return f"quantity:{self.value.dimension or 'bare'}"
+        if isinstance(self.value, DateValue):
+            return "date"
+        return _LABEL_GROUP.get(self.label, "propn")
+
+
+@dataclass(frozen=True)
+class Relation:
+    """A verb (or copula) of the sentence: lemma, offsets, first preposition, negation."""
+
+    lemma: str
+    text: str
+    start: int
+    end: int
+    prep: str | None
+    negated: bool
+    is_root: bool
+
+
+@dataclass
+class Analysis:
+    """One parsed sentence with everything the pipeline reads from it."""
+
+    text: str
+    doc: Doc
+    slots: tuple[Slot, ...]
+    relations: tuple[Relation, ...]
+    subject: tuple[int, int] | None  # main subject's char span
+    terms: tuple[str, ...] = field(default=())
+
+    @property
+    def relation(self) -> Relation | None:
+        """The main (root) relation."""
+        return next((r for r in self.relations if r.is_root), self.relations[0] if self.relations else None)
+
+    @property
+    def negated(self) -> bool:
+        main = self.relation
+        return bool(main and main.negated)
+
+    def of_kind(self, *kinds: SlotKind) -> list[Slot]:
+        return [s for s in self.slots if s.kind in kinds]
+
+
+_CACHE: OrderedDict[str, Analysis] = OrderedDict()
+_CACHE_SIZE = 4096
+
+
+def analyse(text: str) -> Analysis:
+    """Parse ``text`` once (LRU-cached by text) and extract its slots and relations."""
+    hit = _CACHE.get(text)
+    if hit is not None:
+        _CACHE.move_to_end(text)
+        return hit
+    return _remember(analysis_of(get_nlp()(text)))
+
+
+def analyse_many(texts: Sequence[str]) -> list[Analysis]:
+    """Analyse several texts, parsing those not in the cache in one ``nlp.pipe`` batch."""
+    missing = [t for t in dict.fromkeys(texts) if t not in _CACHE]
+    if len(missing) > 1:
+        for doc in get_nlp().pipe(missing):
+            _remember(analysis_of(doc))
+    return [analyse(t) for t in texts]
+
+
+def _remember(analysis: Analysis) -> Analysis:
+    _CACHE[analysis.text] = analysis
+    while len(_CACHE) > _CACHE_SIZE:
+        _CACHE.popitem(last=False)
+    return analysis
+
+
+def analysis_of(doc: Doc) -> Analysis:
+    """Build the analysis of an already parsed doc."""
+    text = doc.text
+    slots = _dedupe([*_entities(doc), *_numbers(doc), *_dates(doc)])
+    return Analysis(
+        text=text,
+        doc=doc,
+        slots=tuple(sorted(slots, key=lambda s: s.start)),
+        relations=tuple(_relations(doc)),
+        subject=_subject(doc),
+        terms=terms(text),
+    )
+
+
+def _role(span: Span | Token) -> Role:
+    root = span.root if isinstance(span, Span) else span
+    head = root.head
+    if head.dep_ in ("prep", "agent", "dative") and head is not root:
+        return Role(root.dep_, head.lemma_.lower(), head.head.lemma_.lower())
+    return Role(root.dep_, None, head.lemma_.lower())
+
+
+def _trim_determiner(span: Span) -> Span:
+    if len(span) > 1 and span[0].lower_ in ("the", "a", "an"):
+        return span[1:]
+    return span
+
+
+def _entities(doc: Doc) -> Iterable[Slot]:
+    covered: set[int] = set()
+    for ent in doc.ents:
+        covered.update(range(ent.start, ent.end))
+        if ent.label_ not in ENTITY_LABELS:
+            continue
+        span = _trim_determiner(ent)
+        value = normalise_name(span.text)
+        if value:
+            yield Slot("entity", ent.label_, span.text, span.start_char, span.end_char, value, _role(ent))
+    # proper nouns the NER missed ("Einstein did not ...")
+    run: list[Token] = []
+    for token in [*doc, None]:
+        if token is not None and token.pos_ == "PROPN" and token.i not in covered and token.is_alpha:
+            run.append(token)
+            continue
+        if run and not (len(run) == 1 and run[0].i == 0 and run[0].is_stop):
+            span = doc[run[0].i : run[-1].i + 1]
+            yield Slot("entity", "PROPN", span.text, span.start_char, span.end_char, normalise_name(span.text), _role(span))
+        run = []
+
+
+def _numbers(doc: Doc) -> Iterable[Slot]:
+    in_entity = {i for ent in doc.ents for i in range(ent.start, ent.end)}
+    spans = [ent for ent in doc.ents if ent.label_ in NUMBER_LABELS]
+    spans += [doc[t.i : t.i + 1] for t in doc if t.like_num and t.i not in in_entity and _is_numeric(t)]
+    for span in spans:
+        label = span.label_ if span.label_ else "CARDINAL"
+        span = _with_currency(_with_unit(span))
+        value = parse_quantity(span.text, label)
+        if value is None:
+            continue
+        kind: SlotKind = "quantity" if value.dimension not in (None, "ordinal") else "number"
+        yield Slot(kind, label, span.text, span.start_char, span.end_char, value, _role(span))
+
+
+def _is_numeric(token: Token) -> bool:
+    return bool(re.search(r"\d", token.text)) or token.lower_ in ("twelve", "eleven", "dozen")
+
+
+def _with_unit(span: Span) -> Span:
+    """Extend a number span over a unit the NER left out ('8,849' + 'm', '45' + '° C')."""
+    parsed = parse_quantity(span.text, span.label_ or None)
+    if parsed is not None and parsed.unit is not None:
+        return span
+    doc = span.doc
+    best = span
+    for k in range(1, 4):
+        if span.end + k > len(doc):
+            break
+        tail = doc[span.end : span.end + k]
+        collapsed = re.sub(r"\s+", " ", tail.text.lower())
+        unit = find_unit(collapsed, money=span.label_ == "MONEY")
+        if unit and (collapsed == unit[0] or collapsed.replace(" ", "") == unit[0].replace(" ", "")):
+            best = doc[span.start : span.end + k]
+    if best is not span:
+        return Span(doc, best.start, best.end, label=span.label_ or "QUANTITY")
+    return span
+
+
+def _with_currency(span: Span) -> Span:
+    doc = span.doc
+    if span.start > 0 and doc[span.start - 1].text in ("$", "€", "£", "¥", "₹", "US$"):
+        return Span(doc, span.start - 1, span.end, label="MONEY")
+    return span
+
+
+def _dates(doc: Doc) -> Iterable[Slot]:
+    for ent in doc.ents:
+        if ent.label_ != "DATE":
+            continue
+        span = _trim_determiner(ent)
+        date = parse_date(span.text)
+        if date is not None:
+            yield Slot("date", "DATE", span.text, span.start_char, span.end_char, date, _role(ent))
+            continue
+        duration = parse_quantity(span.text, "DATE")
+        if duration is not None and duration.dimension == "time":
+            yield Slot("quantity", "DATE", span.text, span.start_char, span.end_char, duration, _role(ent))
+
+
+def _dedupe(slots: list[Slot]) -> list[Slot]:
+    """Drop slots nested in a longer slot (a PROPN run inside a date, etc.)."""
+    kept: list[Slot] = []
+    for slot in sorted(slots, key=lambda s: (s.start, -(s.end - s.start))):
+        if any(k.start <= slot.start and slot.end <= k.end for k in kept):
+            continue
+        kept.append(slot)
+    return kept
+
+
+def _relations(doc: Doc) -> Iterable[Relation]:
+    for token in doc:
+        is_root = token.dep_ == "ROOT"
+        if token.pos_ != "VERB" and not (is_root and token.pos_ == "AUX"):
+            continue
+        negated = any(c.dep_ == "neg" or c.lower_ in _NEGATORS for c in token.children)
+        negated = negated or any(c.lower_ in ("no", "none", "nothing") and c.dep_ == "det" for c in token.subtree)
+        prep = next((c.lemma_.lower() for c in token.children if c.dep_ in ("prep", "agent", "dative")), None)
+        yield Relation(token.lemma_.lower(), token.text, token.idx, token.idx + len(token), prep, negated, is_root)
+
+
+def _subject(doc: Doc) -> tuple[int, int] | None:
+    root = next((t for t in doc if t.dep_ == "ROOT"), None)
+    if root is None:
+        return None
+    subject = next((c for c in root.children if c.dep_ in ("nsubj", "nsubjpass", "csubj", "expl")), None)
+    if subject is None:
+        return None
+    tokens = [t for t in subject.subtree if t.dep_ not in ("punct", "appos", "relcl", "acl") or t is subject]
+    left = min(t.i for t in tokens)
+    right = max(t.i for t in tokens) + 1
+    span = doc[left:right]
+    return span.start_char, span.end_char
+
+
+def slots_agree(a: Slot, b: Slot) -> bool | None:
+    """True if two slots say the same thing, False if they are comparable and differ, None
+    if they cannot be compared (different kinds, dimensions or entity families)."""
+    if isinstance(a.value, Quantity) and isinstance(b.value, Quantity):
+        return quantities_match(a.value, b.value)
+    if isinstance(a.value, DateValue) and isinstance(b.value, DateValue):
+        return dates_match(a.value, b.value)
+    if a.kind == "entity" and b.kind == "entity":
+        if names_match(a.text, b.text):
+            return True
+        if a.group == b.group or "propn" in (a.group, b.group):
+            return False
+        return None
+    if isinstance(a.value, DateValue) and isinstance(b.value, Quantity) or isinstance(a.value, Quantity) and isinstance(
+        b.value, DateValue
+    ):
+        return _year_number_agree(a, b)
+    return None
+
+
+def _year_number_agree(a: Slot, b: Slot) -> bool | None:
+    """A year tagged CARDINAL on one side and DATE on the other ('in 1889')."""
+    date = a.value if isinstance(a.value, DateValue) else b.value
+    number = b.value if isinstance(b.value, Quantity) else a.value
+    assert isinstance(date, DateValue) and isinstance(number, Quantity)
+    if number.dimension is not None or date.year is None or date.granularity != "year":
+        return None
+    return date.year == int(number.raw) if number.raw.is_integer() else None

@@ -1,0 +1,286 @@
+"""The offline slots verifier: align the claim with evidence sentences, then compare the
+claim's normalised slots (entities with aliases, numbers with units, dates by granularity,
+negation, a few antonym relations) with the slots of the aligned sentences.
+
+- every key slot supported, the relation present, the claim's words covered -> attributable
+- a slot of the same type that differs, in a well-aligned sentence about the same subject,
+  in the same role -> contradictory, with the evidence's slot as the suggested replacement
+- otherwise -> extrapolatory (the unsupported slots are listed)
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+from middleware.pipeline.alignment import Aligned, Aligner, split_passages
+from middleware.pipeline.lexical import stem, term_recall, terms
+from middleware.pipeline.names import mentions
+from middleware.pipeline.slots import Analysis, Relation, Slot, analyse, analyse_many, slots_agree
+from middleware.pipeline.verifiers.base import DetailedVerdict, Mismatch, scores_for
+from middleware.types import Passage
+
+log = logging.getLogger(__name__)
+
+_LIGHT_VERBS = frozenset({"be", "have", "do", "make", "take", "get", "become", "say", "include", "use"})
+_ANTONYM_PAIRS = (
+    ("win", "lose"), ("increase", "decrease"), ("rise", "fall"), ("gain", "lose"), ("accept", "reject"),
+    ("allow", "ban"), ("allow", "forbid"), ("permit", "prohibit"), ("include", "exclude"), ("open", "close"),
+    ("approve", "reject"), ("confirm", "deny"), ("succeed", "fail"), ("start", "end"), ("begin", "end"),
+    ("join", "leave"), ("buy", "sell"), ("enter", "exit"), ("expand", "shrink"), ("support", "oppose"),
+    ("arrive", "depart"), ("hire", "fire"), ("acquire", "sell"), ("grow", "shrink"), ("pass", "fail"),
+)  # fmt: skip
+_ANTONYMS: dict[str, set[str]] = {}
+for _a, _b in _ANTONYM_PAIRS:
+    _ANTONYMS.setdefault(_a, set()).add(_b)
+    _ANTONYMS.setdefault(_b, set()).add(_a)
+_KIND_PRIORITY = {"number": 0, "quantity": 0, "date": 0, "negation": 1, "relation": 1, "entity": 2}
+
+
+@dataclass(frozen=True)
+class _Line:
+    """An aligned evidence sentence with its parse."""
+
+    aligned: Aligned
+    analysis: Analysis
+
+    @property
+    def score(self) -> float:
+        return self.aligned.score
+
+    def offset(self, start: int, end: int) -> tuple[int, int]:
+        """Sentence offsets -> passage offsets."""
+        base = self.aligned.sentence.start
+        return base + start, base + end
+
+
+_Found = tuple[Mismatch, _Line]
+
+
+class SlotsVerifier:
+    """Offline verifier. ``aligner`` holds the (optional) embedder; thresholds are on the
+    fused alignment score (0..1)."""
+
+    name = "slots"
+
+    def __init__(
+        self,
+        aligner: Aligner | None = None,
+        *,
+        top_k: int = 4,
+        min_align: float = 0.3,
+        strong_align: float = 0.45,
+        min_coverage: float = 0.7,
+    ) -> None:
+        self.aligner = aligner or Aligner()
+        self.top_k = top_k
+        self.min_align = min_align
+        self.strong_align = strong_align
+        self.min_coverage = min_coverage
+
+    async def verify(self, claim: str, evidence: list[Passage], context: str | None = None) -> DetailedVerdict:
+        aligned = await self.aligner.align(claim, split_passages(evidence), self.top_k)
+        return self.judge(claim, aligned, evidence)
+
+    def judge(self, claim: str, aligned: list[Aligned], evidence: list[Passage] | None = None) -> DetailedVerdict:
+        """Decide from already aligned sentences (best first)."""
+        analysis = analyse(claim)
+        usable = [a for a in aligned if a.score >= self.min_align]
+        if not usable:
+            return self._verdict(
+                "extrapolatory", 0.7, None, evidence, analysis, reason="no evidence sentence aligns with the claim",
+                unsupported=[(s.start, s.end) for s in analysis.slots],
+            )  # fmt: skip
+        lines = [_Line(a, e) for a, e in zip(usable, analyse_many([a.sentence.text for a in usable]), strict=True)]
+        support = {slot: line for slot in analysis.slots if (line := _first_support(slot, lines)) is not None}
+        unsupported = [s for s in analysis.slots if s not in support]
+        found = [m for s in unsupported if (m := self._conflict(s, analysis, lines, support)) is not None]
+        found += [m for m in (self._negation_conflict(analysis, lines), self._antonym_conflict(analysis, lines)) if m]
+        if found:
+            found.sort(key=lambda pair: (_KIND_PRIORITY[pair[0].kind], -pair[1].score))
+            mismatches = [m for m, _ in found]
+            first, line = found[0]
+            return self._verdict(
+                "contradictory", 0.55 + 0.4 * min(line.score, 1.0), line, evidence, analysis,
+                reason=f"evidence says {first.replacement!r} where the claim says {first.text!r}"
+                if first.replacement is not None else f"evidence disagrees on {first.text!r}",
+                span=first.span, mismatches=mismatches, unsupported=[(s.start, s.end) for s in unsupported],
+            )  # fmt: skip
+        coverage = _coverage(analysis, lines, support)
+        relation_ok = _relation_supported(analysis, lines)
+        best = max(lines, key=lambda ln: (sum(1 for v in support.values() if v is ln), ln.score))
+        if not unsupported and relation_ok and coverage >= self.min_coverage:
+            return self._verdict(
+                "attributable", 0.5 + 0.45 * min(1.0, (best.score + coverage) / 2), best, evidence, analysis,
+                span=_claim_span(claim), lean=0.8,
+            )  # fmt: skip
+        missing = [s.text for s in unsupported] or ([analysis.relation.text] if not relation_ok and analysis.relation else [])
+        reason = f"not in the evidence: {', '.join(missing)}" if missing else f"evidence covers {coverage:.0%} of the claim"
+        return self._verdict(
+            "extrapolatory", 0.55 + 0.3 * (1 - coverage), best, evidence, analysis, reason=reason,
+            span=(unsupported[0].start, unsupported[0].end) if unsupported else None,
+            unsupported=[(s.start, s.end) for s in unsupported], lean=min(0.9, coverage),
+        )  # fmt: skip
+
+    def _verdict(
+        self,
+        label: str,
+        confidence: float,
+        line: _Line | None,
+        evidence: list[Passage] | None,
+        analysis: Analysis,
+        *,
+        reason: str | None = None,
+        span: tuple[int, int] | None = None,
+        mismatches: list[Mismatch] | None = None,
+        unsupported: list[tuple[int, int]] | None = None,
+        lean: float = 0.5,
+    ) -> DetailedVerdict:
+        sentence = line.aligned.sentence if line else None
+        return DetailedVerdict(
+            label=label,  # type: ignore[arg-type]
+            scores=scores_for(label, confidence, lean),
+            evidence_id=sentence.passage_id if sentence else None,
+            evidence_sentence=sentence.text if sentence else None,
+            span=span,
+            reason=reason,
+            backend=self.name,
+            evidence_index=sentence.passage_index if sentence else None,
+            evidence_span=(sentence.start, sentence.end) if sentence else None,
+            mismatches=mismatches or [],
+            unsupported=unsupported or [],
+        )
+
+    def _conflict(self, slot: Slot, claim: Analysis, lines: list[_Line], support: dict[Slot, _Line]) -> _Found | None:
+        """A same-type slot with another value, in the same role, in a strongly aligned
+        sentence about the same subject."""
+        for line in lines:
+            if line.score < self.strong_align or not _same_subject(claim, line, support):
+                continue
+            used = {e for e in line.analysis.slots for c in claim.slots if c is not slot and slots_agree(c, e)}
+            candidates = [e for e in line.analysis.slots if e not in used and slots_agree(slot, e) is False]
+            choice = _best_candidate(slot, candidates)
+            if choice is not None:
+                return Mismatch(
+                    kind=slot.kind, span=(slot.start, slot.end), text=slot.text, replacement=choice.text,
+                    evidence_index=line.aligned.sentence.passage_index, evidence_span=line.offset(choice.start, choice.end),
+                ), line  # fmt: skip
+        return None
+
+    def _negation_conflict(self, claim: Analysis, lines: list[_Line]) -> _Found | None:
+        main = claim.relation
+        if main is None:
+            return None
+        for line in lines:
+            if line.score < self.strong_align:
+                continue
+            for rel in line.analysis.relations:
+                if rel.lemma == main.lemma and rel.negated != main.negated:
+                    span = _negated_span(claim, main)
+                    evidence_span = _negated_span(line.analysis, rel)
+                    return Mismatch(
+                        kind="negation", span=span, text=claim.text[span[0] : span[1]],
+                        replacement=line.analysis.text[evidence_span[0] : evidence_span[1]],
+                        evidence_index=line.aligned.sentence.passage_index, evidence_span=line.offset(*evidence_span),
+                    ), line  # fmt: skip
+        return None
+
+    def _antonym_conflict(self, claim: Analysis, lines: list[_Line]) -> _Found | None:
+        main = claim.relation
+        if main is None or main.lemma not in _ANTONYMS:
+            return None
+        for line in lines:
+            if line.score < self.strong_align:
+                continue
+            for rel in line.analysis.relations:
+                if rel.lemma in _ANTONYMS[main.lemma] and rel.negated == main.negated:
+                    return Mismatch(
+                        kind="relation", span=(main.start, main.end), text=main.text, replacement=rel.text,
+                        evidence_index=line.aligned.sentence.passage_index, evidence_span=line.offset(rel.start, rel.end),
+                    ), line  # fmt: skip
+        return None
+
+
+def _first_support(slot: Slot, lines: list[_Line]) -> _Line | None:
+    for line in lines:
+        if any(slots_agree(slot, e) for e in line.analysis.slots):
+            return line
+        if slot.kind == "entity" and mentions(line.analysis.text, slot.text):
+            return line
+    return None
+
+
+def _same_subject(claim: Analysis, line: _Line, support: dict[Slot, _Line]) -> bool:
+    """The evidence sentence is about what the claim is about: it supports another slot of
+    the claim, or contains the claim's subject words, or most of the claim's words."""
+    if any(v is line for v in support.values()):
+        return True
+    if claim.subject is not None:
+        subject_terms = terms(claim.text[claim.subject[0] : claim.subject[1]])
+        if subject_terms and term_recall(subject_terms, line.analysis.terms) >= 0.5:
+            return True
+    return line.aligned.lexical >= 0.5
+
+
+def _role_similarity(a: Slot, b: Slot) -> float:
+    score = 0.0
+    if a.role.head == b.role.head:
+        score += 2.0
+    if a.role.prep is not None and a.role.prep == b.role.prep:
+        score += 1.0
+    if a.role.dep == b.role.dep:
+        score += 0.5
+    if a.label == b.label:
+        score += 0.5
+    return score
+
+
+def _best_candidate(slot: Slot, candidates: list[Slot]) -> Slot | None:
+    """The evidence slot that plays the claim slot's role; ambiguity means no answer."""
+    if not candidates:
+        return None
+    ranked = sorted(candidates, key=lambda e: _role_similarity(slot, e), reverse=True)
+    best = _role_similarity(slot, ranked[0])
+    if len(ranked) > 1 and _role_similarity(slot, ranked[1]) >= best:
+        return None
+    needed = 2.0 if slot.kind == "entity" else (0.0 if len(ranked) == 1 else 1.0)
+    return ranked[0] if best >= needed else None
+
+
+def _negated_span(analysis: Analysis, relation: Relation) -> tuple[int, int]:
+    """The verb together with its negator ('never visited', 'did not win')."""
+    doc = analysis.doc
+    verb = next(t for t in doc if t.idx == relation.start)
+    tokens = [verb, *(c for c in verb.children if c.dep_ == "neg" or c.lower_ in ("never", "not", "n't"))]
+    tokens += [c for c in verb.children if c.dep_ == "aux" and c.i < verb.i and any(n.i > c.i for n in tokens[1:])]
+    start = min(t.idx for t in tokens)
+    end = max(t.idx + len(t) for t in tokens)
+    return start, end
+
+
+def _coverage(claim: Analysis, lines: list[_Line], support: dict[Slot, _Line]) -> float:
+    """Share of the claim's content terms present in the aligned sentences (terms inside a
+    supported slot count as present: 'Penélope Cruz' is supported by 'Cruz')."""
+    present = {t for line in lines for t in line.analysis.terms}
+    for slot in support:
+        present.update(terms(slot.text))
+    return term_recall(claim.terms, tuple(present)) if claim.terms else 0.0
+
+
+def _relation_supported(claim: Analysis, lines: list[_Line]) -> bool:
+    main = claim.relation
+    if main is None or main.lemma in _LIGHT_VERBS:
+        return True
+    lemma_stem = stem(main.lemma)
+    for line in lines:
+        if any(r.lemma == main.lemma for r in line.analysis.relations):
+            return True
+        if lemma_stem in line.analysis.terms or stem(main.text.lower()) in line.analysis.terms:
+            return True
+    return False
+
+
+def _claim_span(claim: str) -> tuple[int, int]:
+    stripped = claim.rstrip()
+    start = len(stripped) - len(stripped.lstrip())
+    return start, len(stripped)
