@@ -32,7 +32,7 @@ from pydantic import BaseModel
 from yarl import URL
 
 from middleware.cache import Cache, cached, hash_key
-from middleware.metrics import timed
+from middleware.metrics import PROVIDER_ERRORS, timed
 from middleware.settings import EvidenceSettings, Settings
 
 log = logging.getLogger(__name__)
@@ -317,17 +317,22 @@ class PageFetcher:
         self._session: aiohttp.ClientSession | None = None
 
     async def fetch(self, url: str) -> Page:
-        """The page at ``url``; raises :class:`FetchError` (or :class:`SsrfError`)."""
+        """The page at ``url``; raises :class:`FetchError` (or :class:`SsrfError`), counted in
+        ``factcheck_provider_errors_total{provider="fetch", kind}``."""
         with timed("fetch"):
-            return await cached(
-                self.cache,
-                hash_key(url),
-                lambda: self._fetch(url),
-                kind="page",
-                ttl_s=self.ttl_s,
-                dump=lambda page: page.model_dump(mode="json"),
-                load=Page.model_validate,
-            )
+            try:
+                return await cached(
+                    self.cache,
+                    hash_key(url),
+                    lambda: self._fetch(url),
+                    kind="page",
+                    ttl_s=self.ttl_s,
+                    dump=lambda page: page.model_dump(mode="json"),
+                    load=Page.model_validate,
+                )
+            except FetchError as exc:
+                PROVIDER_ERRORS.labels(provider="fetch", kind=exc.kind).inc()
+                raise
 
     async def fetch_or_none(self, url: str) -> Page | None:
         """Like :meth:`fetch` but logs a failure and returns None."""

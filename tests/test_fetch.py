@@ -25,7 +25,7 @@ from adapters.fetch import (
     refusal_reason,
 )
 from middleware.cache import MemoryCache
-from middleware.metrics import STAGE_LATENCY
+from middleware.metrics import PROVIDER_ERRORS, STAGE_LATENCY
 from middleware.settings import EvidenceSettings
 
 ARTICLE = """<!DOCTYPE html><html><head><title>The Eiffel Tower</title></head><body>
@@ -408,9 +408,11 @@ async def test_fetch_is_timed_and_failures_can_be_quiet(site: Site, fetcher: Pag
     child = STAGE_LATENCY.labels(stage="fetch")
     count = lambda: next(s.value for m in child.collect() for s in m.samples if s.name.endswith("_count"))  # noqa: E731
     before = count()
+    refused = PROVIDER_ERRORS.labels(provider="fetch", kind="ssrf")._value.get()
     assert await fetcher.fetch_or_none(url(site, "to-private")) is None
     assert await fetcher.fetch_or_none(url(site, "page")) is not None
     assert count() == before + 2
+    assert PROVIDER_ERRORS.labels(provider="fetch", kind="ssrf")._value.get() == refused + 1
     assert any("ssrf" in r.getMessage() for r in caplog.records)
 
 

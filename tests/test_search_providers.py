@@ -542,13 +542,13 @@ async def test_combined_source_queries_concurrently_and_merges_by_rank() -> None
 async def test_combined_web_providers_end_to_end(fake) -> None:
     apis, base = fake
     apis.script["brave"] = ["html"]
-    providers = build_providers(settings_for(base, NAMES))
-    combined = CombinedSource(providers)
+    combined = CombinedSource.from_settings(settings_for(base, NAMES), cache=MemoryCache())
     try:
         passages = await combined.search("eiffel tower", 5)
     finally:
         await combined.aclose()
     urls = [normalise_url(p.url) for p in passages]
+    assert combined.text_threshold == 90.0
     assert len(urls) == len(set(urls))
     assert urls.count(normalise_url("https://en.wikipedia.org/wiki/Eiffel_Tower")) == 1
     assert {p.provider for p in passages} >= {"searxng", "tavily", "wikipedia"}  # serper only repeats them

@@ -10,8 +10,11 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from rapidfuzz import fuzz, process
 
+from adapters.search.registry import build_providers
+from middleware.cache import Cache
 from middleware.interfaces import EvidenceSource
 from middleware.metrics import PROVIDER_ERRORS
+from middleware.settings import EvidenceSettings, Settings
 from middleware.types import Passage
 
 log = logging.getLogger(__name__)
@@ -32,6 +35,13 @@ class CombinedSource:
         self.sources = list(sources)
         self.text_threshold = text_threshold
         self.limit = limit
+
+    @classmethod
+    def from_settings(cls, settings: Settings | EvidenceSettings, *, cache: Cache | None = None) -> CombinedSource:
+        """The web providers of ``evidence.providers`` combined with ``search_dedup_threshold``
+        (raises :class:`~adapters.search.ConfigError` like :func:`build_providers`)."""
+        ev = settings.evidence if isinstance(settings, Settings) else settings
+        return cls(build_providers(ev, cache=cache), text_threshold=ev.search_dedup_threshold)
 
     async def search(self, query: str, k: int) -> list[Passage]:
         answers = await asyncio.gather(*(s.search(query, k) for s in self.sources), return_exceptions=True)

@@ -6,8 +6,8 @@ from collections.abc import Callable
 
 from adapters.search.base import WebProvider
 from adapters.search.brave import BraveSource
-from adapters.search.errors import ConfigError
 from adapters.search.client import HttpClient, RetryPolicy
+from adapters.search.errors import ConfigError
 from adapters.search.searxng import SearxngSource
 from adapters.search.serper import SerperSource
 from adapters.search.tavily import TavilySource
