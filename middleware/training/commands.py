@@ -15,6 +15,7 @@ Paths = Annotated[list[Path], typer.Option(help="repeatable")]
 
 def register(app: typer.Typer) -> None:
     app.command("train-verifier")(train_verifier)
+    app.command("eval-verifier")(eval_verifier)
 
 
 def default_base() -> str:
@@ -44,6 +45,8 @@ def train_verifier(
     patience: Annotated[int, typer.Option(help="evaluations without improvement before stopping")] = 5,
     threads: int = 2,
     freeze_embeddings: bool = True,
+    export_to: Annotated[Path | None, typer.Option(help="export the best checkpoint here (ONNX int8)")] = None,
+    export_max_length: Annotated[int, typer.Option(help="max tokens per pair in the export")] = 256,
 ) -> None:
     """Fine-tune a 3-way NLI cross-encoder (entailment/neutral/contradiction) on the CPU."""
     from middleware.training.data import file_sha256, find_pair_files, read_pairs, split_dev
@@ -76,6 +79,10 @@ def train_verifier(
                "max_train": max_train, "wikitext": [str(p) for p in wikitext], "corpus": [str(p) for p in corpus]},
     )
     meta = train(config, train_pairs, dev_pairs)
+    if export_to is not None:
+        from middleware.training.shipping import export_run
+
+        export_run(out, export_to, export_max_length)
     typer.echo(json.dumps({"best": meta.get("best"), "stopped": meta.get("stopped"),
                            "train_seconds": meta.get("train_seconds")}, indent=2))
 
@@ -92,3 +99,46 @@ def _synthetic(wikitext, corpus, per_label, max_passages, seed, out_file: Path):
                                      "id": p.id}, ensure_ascii=False) + "\n")
     logging.info("synthetic pairs: %d from %d passages", len(pairs), len(passages))
     return pairs
+
+
+def eval_verifier(
+    model: Annotated[Path, typer.Option(help="exported NLI model directory")] = Path("onnx_models/verifier"),
+    data: Annotated[list[Path], typer.Option("--data", help="pairs.jsonl sources of the run (dev split)")] = [],
+    synthetic: Annotated[Path | None, typer.Option(help="the run's synthetic.jsonl (same dev split)")] = None,
+    wice: Annotated[Path | None, typer.Option(help="WiCE claim_dev.jsonl")] = None,
+    fever_symmetric: Annotated[Path | None, typer.Option(help="fever_symmetric_dev.jsonl")] = None,
+    seed: Annotated[int | None, typer.Option(help="dev split seed (default: from train_meta.json)")] = None,
+    dev_size: Annotated[int | None, typer.Option(help="dev split size (default: from train_meta.json)")] = None,
+    latency_pairs: Annotated[int, typer.Option(help="pairs timed for latency (0: skip)")] = 200,
+    threads: int = 2,
+    out: Annotated[Path | None, typer.Option(help="also write the results here (JSON)")] = None,
+) -> None:
+    """Evaluate an exported verifier: 3-way accuracy on the held-out dev split, balanced
+    accuracy (attributable vs not) on WiCE and FEVER-Symmetric, CPU latency per pair."""
+    from middleware.training import evaluation as ev
+    from middleware.training.data import find_pair_files, read_pairs, split_dev
+
+    scorer = ev.OnnxNli(model, threads)
+    meta_file = model / "train_meta.json"
+    meta = json.loads(meta_file.read_text()) if meta_file.is_file() else {}
+    results: dict = {"model": str(model), "max_length": scorer.manifest.max_length}
+    dev_pairs = []
+    if data:
+        pairs = [p for f in find_pair_files(data) for p in read_pairs(f)]
+        if synthetic:
+            pairs += read_pairs(synthetic, source="synthetic")
+        seed = seed if seed is not None else meta.get("hyper_parameters", {}).get("seed", 13)
+        dev_size = dev_size or meta.get("data", {}).get("dev_size", 1500)
+        dev_pairs = split_dev(pairs, dev_size, seed)[1]
+        results["dev"] = ev.evaluate_dev(scorer, dev_pairs)
+    if fever_symmetric:
+        results["fever_symmetric"] = ev.evaluate_fever_symmetric(scorer, fever_symmetric)
+    if wice:
+        results["wice"] = ev.evaluate_wice(scorer, wice)
+    if latency_pairs and dev_pairs:
+        sample = [(p.premise, p.hypothesis) for p in random.Random(0).sample(dev_pairs, min(latency_pairs, len(dev_pairs)))]
+        results["latency"] = ev.measure_latency(scorer, sample)
+    text = json.dumps(results, indent=2)
+    if out:
+        out.write_text(text + "\n", encoding="utf-8")
+    typer.echo(text)

@@ -55,8 +55,11 @@ def clean_text(text: str) -> str:
     return re.sub(r"\s+", " ", text).strip()
 
 
-def label_id(label: str) -> int:
-    """Map a ``pairs.jsonl`` label to a target id; ``not_entailment`` stays two-class."""
+def label_id(label: str | int) -> int:
+    """Map a ``pairs.jsonl`` label to a target id; ``not_entailment`` stays two-class.
+    An int is taken as an id already (``synthetic.jsonl``)."""
+    if isinstance(label, int) and NOT_ENTAILMENT <= label < len(LABELS):
+        return label
     try:
         return _LABEL_IDS[label]
     except KeyError:

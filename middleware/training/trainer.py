@@ -24,6 +24,7 @@ from torch.nn import functional as F
 
 from middleware.training import LABELS
 from middleware.training.data import NOT_ENTAILMENT, Pair
+from middleware.training.evaluation import dev_metrics
 
 log = logging.getLogger(__name__)
 
@@ -140,35 +141,6 @@ def predict(model, tokenizer, pairs: Sequence[Pair], max_length: int, batch_size
         batch = collate([ids[i] for i in index], [types[i] for i in index] if types else None, tokenizer.pad_token_id)
         probs[index] = torch.softmax(model(**batch).logits.float(), dim=-1).numpy()
     return probs
-
-
-def dev_metrics(pairs: Sequence[Pair], probs: np.ndarray) -> dict[str, float]:
-    """3-way accuracy on three-class pairs (overall, natural only, per source) and
-    entailment-vs-rest accuracy on two-class pairs."""
-    pred = probs.argmax(axis=1)
-    out: dict[str, float] = {}
-    groups: dict[str, list[int]] = {}
-    for i, pair in enumerate(pairs):
-        groups.setdefault(pair.source, []).append(i)
-    three_nat = [i for i, p in enumerate(pairs) if p.label >= 0 and p.source != "synthetic"]
-    three_all = [i for i, p in enumerate(pairs) if p.label >= 0]
-    out["acc3_natural"] = _acc(pred, pairs, three_nat)
-    out["acc3_all"] = _acc(pred, pairs, three_all)
-    for source, index in sorted(groups.items()):
-        if all(pairs[i].label == NOT_ENTAILMENT or pairs[i].label == ENTAILMENT for i in index) and any(
-            pairs[i].label == NOT_ENTAILMENT for i in index
-        ):
-            hits = [(pred[i] == ENTAILMENT) == (pairs[i].label == ENTAILMENT) for i in index]
-            out[f"acc2_{source}"] = float(np.mean(hits))
-        else:
-            out[f"acc3_{source}"] = _acc(pred, pairs, index)
-    return out
-
-
-def _acc(pred: np.ndarray, pairs: Sequence[Pair], index: Sequence[int]) -> float:
-    if not index:
-        return float("nan")
-    return float(np.mean([pred[i] == pairs[i].label for i in index]))
 
 
 def train(config: TrainConfig, train_pairs: Sequence[Pair], dev_pairs: Sequence[Pair],
