@@ -53,34 +53,20 @@ def balanced_accuracy(gold: Sequence[bool], predicted: Sequence[bool]) -> float:
 
 
 class OnnxNli:
-    """An exported NLI model scored synchronously in length-sorted batches; ``probs`` returns
-    probabilities in ``LABELS`` order whatever the export's column order."""
+    """An exported NLI model through the runtime's pair scorer, scored synchronously;
+    ``probs`` returns probabilities in ``LABELS`` order whatever the export's column order."""
 
     def __init__(self, directory: Path, threads: int = 2) -> None:
-        from middleware.runtime.session import get_session
-        from middleware.runtime.tokenizer import TextTokenizer
+        from middleware.runtime.loading import load_pair_scorer
         from middleware.settings import RuntimeSettings
-        from onnx_models.manifest import read_manifest
 
-        self.manifest = read_manifest(directory)
-        if self.manifest.task != "nli":
-            raise ValueError(f"{directory} holds a {self.manifest.task!r} model, not nli")
         settings = RuntimeSettings(provider="cpu", intra_op_threads=threads)
-        self.session = get_session(Path(directory) / self.manifest.graphs["model"], settings)
-        self.tokenizer = TextTokenizer(Path(directory) / "tokenizer.json", self.manifest.max_length,
-                                       self.manifest.inputs["model"])
-        self.columns = [self.manifest.labels.index(name) for name in LABELS]
+        self.scorer = load_pair_scorer(str(directory), "nli", settings)
+        self.manifest = self.scorer.manifest
+        self.columns = [self.scorer.labels.index(name) for name in LABELS]
 
     def probs(self, pairs: Sequence[tuple[str, str]], batch_size: int = 32) -> np.ndarray:
-        encodings = self.tokenizer.encode_pairs(pairs)
-        order = sorted(range(len(encodings)), key=lambda i: len(encodings[i].ids))
-        out = np.zeros((len(pairs), len(LABELS)), dtype=np.float32)
-        for start in range(0, len(order), batch_size):
-            index = order[start:start + batch_size]
-            logits = self.session.run(self.tokenizer.collate([encodings[i] for i in index]))[0][:, self.columns]
-            exp = np.exp(logits - logits.max(axis=1, keepdims=True))
-            out[index] = exp / exp.sum(axis=1, keepdims=True)
-        return out
+        return self.scorer.score_sync(list(pairs), batch_size)[:, self.columns]
 
 
 def evaluate_dev(model: OnnxNli, pairs: Sequence[Pair]) -> dict[str, float]:
