@@ -94,6 +94,13 @@ class EvidenceSettings(BaseModel):
     )
     top_k: int = Field(5, description="candidates per query per source")
     top_j: int = Field(1, description="passages kept per question after ranking (RARR: 1)")
+    passage_sentences: int = Field(4, description="sentences per index passage (RARR's window: 4)")
+    passage_stride: int = Field(2, description="sentences between the starts of overlapping passage windows")
+    rrf_k: int = Field(60, description="reciprocal rank fusion constant of the local index (BM25 + dense)")
+    index_candidates: int = Field(50, description="BM25 and dense candidates per index query before fusion")
+    relevance_dense_weight: float = Field(
+        0.5, description="hybrid relevance: weight of the embedding cosine; the rest goes to normalised BM25"
+    )
     search_timeout_s: float = Field(3.0, description="per-provider search timeout")
     searxng_url: str | None = None
     brave_api_key: SecretStr | None = None
@@ -143,6 +150,12 @@ class PipelineSettings(BaseModel):
     report_max_snippets: int = Field(5, description="attribution report size M (RARR: 5)")
     memory_margin: float = Field(1.4, description="memory-hallucination margin m")
     memory_max_tokens: int = 128
+    llm_timeout_s: float = Field(20.0, description="timeout of one call to the pipeline's LLM")
+    cqgen_samples: int = Field(3, description="llm CQGen: samples whose questions are united (RARR: 3)")
+    cqgen_temperature: float = Field(0.7, description="llm CQGen: sampling temperature")
+    max_questions: int = Field(6, description="most verification questions per sentence")
+    verify_top_k: int = Field(4, description="aligned evidence sentences the slots verifier reads")
+    nli_max_windows: int = Field(64, description="nli: most evidence windows scored per claim (one batch)")
 
 
 class Settings(BaseSettings):

@@ -90,7 +90,7 @@ def scores_for(label: str, confidence: float, lean: float = 0.5) -> dict[str, fl
     confidence = min(max(confidence, 1 / 3), 1.0)
     others = [name for name in NLI_LABELS if name != label]
     rest = 1.0 - confidence
-    return {label: confidence, others[0]: rest * lean, others[1]: rest * (1 - lean)}
+    return ordered({label: confidence, others[0]: rest * lean, others[1]: rest * (1 - lean)})
 
 
 def ordered(scores: dict[str, float]) -> dict[str, float]:

@@ -1,0 +1,229 @@
+"""The fact-checking pipeline behind the proxy: one ``check`` per sentence.
+
+check-worthiness → decontextualisation → verification questions (CQGen) → search every
+evidence source per question → rank, keep top-J per question → verify the claim against the
+kept passages → FAVA tags and suggested edits → (correct mode) minimal edit → report.
+``summarize`` builds the message's attribution report (≤ M snippets) and auto-AIS.
+
+CPU-bound parsing runs in a worker thread so the event loop keeps streaming other answers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+
+from middleware.interfaces import Embedder, EvidenceSource
+from middleware.metrics import timed
+from middleware.pipeline.attribution import select_report, unique_passages
+from middleware.pipeline.checkworthy import assess, skipped_verdict
+from middleware.pipeline.cqgen import QuestionGenerator
+from middleware.pipeline.decontext import Decontextualised, Decontextualiser
+from middleware.pipeline.slots import analyse
+from middleware.pipeline.tagging import contradiction_tags, extrapolation_tags, subjective_tag
+from middleware.pipeline.verifiers.base import DetailedVerdict, Verifier
+from middleware.types import CheckContext, Edit, Mode, Passage, Question, Sentence, SentenceReport, StreamSummary, Tag
+
+log = logging.getLogger(__name__)
+
+
+class Ranker(Protocol):
+    """Query–passage relevance: the ``top_j`` most relevant passages, best first."""
+
+    async def rank(self, query: str, passages: list[Passage], top_j: int) -> list[Passage]: ...
+
+
+class SentenceEditor(Protocol):
+    """Correct mode's editor: the sentence with the contradicted spans fixed."""
+
+    async def edit(
+        self, sentence: str, verdict: DetailedVerdict, evidence: list[Passage], context: str | None = None
+    ) -> tuple[str, list[Edit]]: ...
+
+
+class QuipScorer(Protocol):
+    def quip_score(self, text: str) -> float | None: ...
+
+
+@dataclass
+class PipelineParts:
+    sources: list[EvidenceSource]
+    questions: QuestionGenerator
+    decontext: Decontextualiser
+    verifier: Verifier
+    ranker: Ranker
+    embedder: Embedder | None = None
+    editor: SentenceEditor | None = None
+    portrait: QuipScorer | None = None
+    top_k: int = 5
+    top_j: int = 1
+    report_size: int = 5
+    context_policy: str = "among"
+
+
+class FactChecker:
+    def __init__(self, parts: PipelineParts) -> None:
+        self.parts = parts
+
+    # ------------------------------------------------------------------ check
+    async def check(self, sentence: Sentence, context: CheckContext) -> SentenceReport:
+        timings: dict[str, float] = {}
+        text = _without_code(sentence)
+        with timed("claims", timings):
+            analysis = await asyncio.to_thread(analyse, text)
+            worthiness = assess(analysis)
+        if not worthiness.checkworthy:
+            tags = [subjective_tag(sentence)] if worthiness.subjective else []
+            return self._report(sentence, skipped_verdict(worthiness), timings, tags=tags)
+        with timed("claims", timings):
+            dec = await self.parts.decontext.decontextualise(text, context.previous, context.user_message)
+            if dec.text != text:
+                await asyncio.to_thread(analyse, dec.text)
+        with timed("questions", timings):
+            questions = await self.parts.questions.generate(dec.text, context.user_message)
+        evidence = await self._research(dec.text, questions, context, timings)
+        with timed("verify", timings):
+            verdict = await self.parts.verifier.verify(dec.text, evidence)
+        tags, edits = self._tags(sentence, dec, verdict, evidence)
+        corrected = None
+        if context.mode is Mode.CORRECT and verdict.label == "contradictory":
+            corrected, edits = await self._correct(sentence, dec, verdict, evidence, edits, timings)
+        quip = self.parts.portrait.quip_score(sentence.text) if self.parts.portrait is not None else None
+        return self._report(sentence, verdict, timings, tags=tags, edits=edits, questions=questions,
+                            evidence=evidence, corrected=corrected, quip=quip)
+
+    async def _research(
+        self, claim: str, questions: list[Question], context: CheckContext, timings: dict[str, float]
+    ) -> list[Passage]:
+        """Search every source for every question (and the claim), keep top-J per query."""
+        queries = list(dict.fromkeys([q.text for q in questions] + [claim]))
+        sources = self._sources_for(context)
+        with timed("search", timings):
+            found = await asyncio.gather(*(self._search(sources, q) for q in queries))
+        with timed("rerank", timings):
+            ranked = await asyncio.gather(
+                *(self.parts.ranker.rank(q, hits, self.parts.top_j) for q, hits in zip(queries, found, strict=True))
+            )
+        return unique_passages(ranked)
+
+    def _sources_for(self, context: CheckContext) -> list[EvidenceSource]:
+        policy = context.options.get("context_policy") or self.parts.context_policy
+        request = [RequestPassages(context.request_passages)] if context.request_passages else []
+        if request and policy == "only":
+            return request
+        return request + self.parts.sources
+
+    async def _search(self, sources: Sequence[EvidenceSource], query: str) -> list[Passage]:
+        results = await asyncio.gather(*(s.search(query, self.parts.top_k) for s in sources), return_exceptions=True)
+        hits: list[Passage] = []
+        for source, result in zip(sources, results, strict=True):
+            if isinstance(result, BaseException):
+                log.warning("evidence source %s failed: %s", getattr(source, "name", "?"), type(result).__name__)
+                continue
+            hits.extend(result)
+        return hits
+
+    def _tags(
+        self, sentence: Sentence, dec: Decontextualised, verdict: DetailedVerdict, evidence: list[Passage]
+    ) -> tuple[list[Tag], list[Edit]]:
+        if verdict.label == "contradictory":
+            return contradiction_tags(sentence, dec, verdict, evidence)
+        if verdict.label == "extrapolatory":
+            return extrapolation_tags(sentence, dec, evidence), []
+        return [], []
+
+    async def _correct(
+        self,
+        sentence: Sentence,
+        dec: Decontextualised,
+        verdict: DetailedVerdict,
+        evidence: list[Passage],
+        suggested: list[Edit],
+        timings: dict[str, float],
+    ) -> tuple[str | None, list[Edit]]:
+        """Edit the sentence (correct mode). Edits come back in message offsets."""
+        if self.parts.editor is None:
+            return None, suggested
+        with timed("edit", timings):
+            edited, edits = await self.parts.editor.edit(sentence.text, verdict, evidence)
+        if edited == sentence.text or not edits:
+            return None, suggested
+        shifted = [e.model_copy(update={"start": e.start + sentence.start, "end": e.end + sentence.start}) for e in edits]
+        return edited, shifted
+
+    @staticmethod
+    def _report(sentence: Sentence, verdict, timings, *, tags=(), edits=(), questions=(), evidence=(),
+                corrected=None, quip=None) -> SentenceReport:
+        with timed("report", timings):
+            return SentenceReport(
+                index=sentence.index, start=sentence.start, end=sentence.end, text=sentence.text,
+                verdict=verdict, tags=list(tags), questions=list(questions), evidence=list(evidence),
+                edits=list(edits), corrected_text=corrected, quip=quip, timings_ms=timings,
+            )
+
+    # ------------------------------------------------------------------ summary
+    async def summarize(self, reports: Sequence[SentenceReport], mode: Mode) -> StreamSummary:
+        verdicts: dict[str, int] = {}
+        for report in reports:
+            verdicts[report.verdict.label] = verdicts.get(report.verdict.label, 0) + 1
+        questions = [q.text for r in reports for q in r.questions]
+        candidates = unique_passages([r.evidence for r in reports])
+        chosen = await self._select(questions, candidates)
+        alignment, attr = await self._align(reports, chosen)
+        edits = [e for r in reports for e in r.edits] if mode is Mode.CORRECT else []
+        return StreamSummary(sentences=len(reports), verdicts=verdicts, attribution_report=chosen,
+                             alignment=alignment, attr_auto=attr, edits=edits, mode=mode)
+
+    async def _select(self, questions: list[str], candidates: list[Passage]) -> list[Passage]:
+        m = self.parts.report_size
+        if len(candidates) <= m or self.parts.embedder is None:
+            return candidates[:m]
+        vectors = await self.parts.embedder.embed(questions + [p.text for p in candidates])
+        relevance = vectors[: len(questions)] @ vectors[len(questions) :].T
+        return [candidates[j] for j in select_report(np.asarray(relevance), m)]
+
+    async def _align(
+        self, reports: Sequence[SentenceReport], chosen: list[Passage]
+    ) -> tuple[dict[int, list[str]], float | None]:
+        checked = [r for r in reports if r.verdict.label in ("attributable", "contradictory", "extrapolatory")]
+        if not checked or not chosen:
+            return {}, None
+        verdicts = await asyncio.gather(*(self.parts.verifier.verify(r.text, chosen) for r in checked))
+        alignment = {
+            r.index: [v.evidence_id] for r, v in zip(checked, verdicts, strict=True)
+            if v.label == "attributable" and v.evidence_id
+        }
+        attr = float(np.mean([v.scores.get("attributable", 0.0) for v in verdicts]))
+        return alignment, attr
+
+
+class RequestPassages:
+    """Passages taken from the request itself, searched lexically (small: no index needed)."""
+
+    name = "context"
+
+    def __init__(self, passages: Sequence[Passage]) -> None:
+        self._passages = list(passages)
+
+    async def search(self, query: str, k: int) -> list[Passage]:
+        from middleware.pipeline.lexical import terms
+
+        wanted = set(terms(query))
+        scored = [(len(wanted & set(terms(p.text))), i) for i, p in enumerate(self._passages)]
+        scored = [s for s in scored if s[0] > 0]
+        scored.sort(key=lambda s: (-s[0], s[1]))
+        return [self._passages[i].model_copy(update={"score": float(n)}) for n, i in scored[:k]]
+
+
+def _without_code(sentence: Sentence) -> str:
+    """The sentence with inline code blanked out (same length, so offsets hold)."""
+    text = sentence.text
+    for start, end in sentence.code_spans:
+        a, b = start - sentence.start, end - sentence.start
+        text = text[:a] + " " * (b - a) + text[b:]
+    return text

@@ -1,0 +1,80 @@
+"""NLI and slots together, each where it is stronger. NLI sees paraphrase ('won' ~
+'received'); slot comparison sees numbers, dates and names that small NLI models gloss over.
+
+- a number, date or quantity mismatch in an aligned sentence -> contradictory, whatever NLI says;
+  an entity or relation mismatch -> contradictory unless NLI entailment is strong
+- NLI contradiction -> contradictory (with the slot span when slots localise it)
+- NLI entailment -> attributable, unless a number or date of the claim appears nowhere in the
+  aligned evidence and the entailment is not strong
+- NLI neutral but every slot supported and the words covered -> attributable
+- otherwise extrapolatory
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from middleware.pipeline.alignment import split_passages
+from middleware.pipeline.slots import analyse
+from middleware.pipeline.verifiers.base import DetailedVerdict, ordered
+from middleware.pipeline.verifiers.nli import NLIVerifier
+from middleware.pipeline.verifiers.slots import SlotsVerifier
+from middleware.types import NLI_LABELS, Passage
+
+_NUMERIC = ("number", "quantity", "date")
+
+
+class HybridVerifier:
+    name = "hybrid"
+
+    def __init__(self, nli: NLIVerifier, slots: SlotsVerifier, *, strong_entailment: float = 0.9) -> None:
+        self.nli = nli
+        self.slots = slots
+        self.strong_entailment = strong_entailment
+
+    async def verify(self, claim: str, evidence: list[Passage], context: str | None = None) -> DetailedVerdict:
+        assessment, aligned = await asyncio.gather(
+            self.nli.assess(claim, evidence),
+            self.slots.aligner.align(claim, split_passages(evidence), self.slots.top_k),
+        )
+        return self.combine(claim, self.nli.decide(assessment), self.slots.judge(claim, aligned, evidence))
+
+    def combine(self, claim: str, nli: DetailedVerdict, slots: DetailedVerdict) -> DetailedVerdict:
+        p_entail = nli.scores.get("attributable", 0.0)
+        strong = p_entail >= self.strong_entailment
+        if slots.label == "contradictory":
+            numeric = any(m.kind in _NUMERIC for m in slots.mismatches)
+            if numeric or not strong:
+                return self._merge(slots, nli, "contradictory", slots.reason)
+        if nli.label == "contradictory":
+            merged = self._merge(nli, slots, "contradictory", nli.reason)
+            if slots.mismatches:
+                merged.span, merged.mismatches = slots.mismatches[0].span, slots.mismatches
+            return merged
+        if nli.label == "attributable":
+            missing = _unsupported_numeric(claim, slots)
+            if missing and not strong:
+                verdict = self._merge(nli, slots, "extrapolatory", f"the evidence never states {', '.join(missing)}")
+                verdict.span = slots.span
+                return verdict
+            return self._merge(nli, slots, "attributable", nli.reason)
+        if slots.label == "attributable":
+            return self._merge(slots, nli, "attributable", "every slot of the claim is in the evidence")
+        verdict = self._merge(nli, slots, "extrapolatory", nli.reason)
+        verdict.span, verdict.unsupported = slots.span, slots.unsupported
+        return verdict
+
+    def _merge(self, lead: DetailedVerdict, other: DetailedVerdict, label: str, reason: str | None) -> DetailedVerdict:
+        """The leading verdict's evidence and details, scores averaged with the other's and
+        then the decided label lifted to the top if averaging left it below another."""
+        scores = ordered({k: (lead.scores.get(k, 0.0) + other.scores.get(k, 0.0)) / 2 for k in NLI_LABELS})
+        top = max(scores.values())
+        if scores[label] < top:
+            scores[label] = top + 1e-3
+            scores = ordered(scores)
+        return lead.model_copy(update={"label": label, "scores": scores, "reason": reason, "backend": self.name})
+
+
+def _unsupported_numeric(claim: str, slots: DetailedVerdict) -> list[str]:
+    spans = set(slots.unsupported)
+    return [s.text for s in analyse(claim).slots if s.kind in _NUMERIC and (s.start, s.end) in spans]

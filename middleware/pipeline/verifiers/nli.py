@@ -1,0 +1,153 @@
+"""The NLI verifier: a cross-encoder (``PairScorer``, premise = evidence, hypothesis =
+claim) over sentence windows of the evidence that fit the model, all scored in one batch.
+The highest entailment decides support; failing that, a confident contradiction from a
+window that shares the claim's words decides contradiction; otherwise extrapolatory."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from middleware.interfaces import PairScorer
+from middleware.pipeline.lexical import BM25, terms
+from middleware.pipeline.sentences import split_sentences
+from middleware.pipeline.verifiers.base import DetailedVerdict, to_verdict_label
+from middleware.types import NLI_LABELS, Passage
+
+_TOKEN = re.compile(r"\w+|[^\w\s]")
+
+
+def estimate_tokens(text: str) -> int:
+    """Subword tokens, roughly (WordPiece splits about one word in four)."""
+    return int(len(_TOKEN.findall(text)) * 1.25) + 1
+
+
+@dataclass(frozen=True)
+class Window:
+    """Consecutive sentences of one passage (offsets within the passage)."""
+
+    passage_index: int
+    passage_id: str
+    start: int
+    end: int
+    text: str
+
+
+@dataclass
+class NLIAssessment:
+    """Every window's probabilities over NLI_LABELS and its lexical alignment with the claim."""
+
+    claim: str
+    windows: list[Window]
+    probs: np.ndarray  # [n, 3] in NLI_LABELS order
+    lexical: np.ndarray  # [n]
+
+
+def build_windows(passages: Sequence[Passage], budget: int) -> list[Window]:
+    """A passage that fits is one window; a longer one gives a window starting at each
+    sentence, extended while it fits (windows contained in the previous one are skipped)."""
+    out: list[Window] = []
+    for index, passage in enumerate(passages):
+        text = passage.text
+        if not text.strip():
+            continue
+        spans = split_sentences(text)
+        if estimate_tokens(text) <= budget or len(spans) <= 1:
+            start, end = (spans[0][0], spans[-1][1]) if spans else (0, len(text))
+            out.append(Window(index, passage.id, start, end, text[start:end]))
+            continue
+        costs = [estimate_tokens(text[s:e]) for s, e in spans]
+        previous_last = -1
+        for first in range(len(spans)):
+            last, used = first, costs[first]
+            while last + 1 < len(spans) and used + costs[last + 1] <= budget:
+                last += 1
+                used += costs[last]
+            if last > previous_last:
+                start, end = spans[first][0], spans[last][1]
+                out.append(Window(index, passage.id, start, end, text[start:end]))
+                previous_last = last
+    return out
+
+
+class NLIVerifier:
+    """``scorer`` is any PairScorer whose labels map to NLI_LABELS (entailment/neutral/
+    contradiction, or a two-class entailment/not_entailment model)."""
+
+    name = "nli"
+
+    def __init__(
+        self,
+        scorer: PairScorer,
+        *,
+        max_length: int | None = None,
+        max_windows: int = 64,
+        entail_threshold: float = 0.5,
+        contradiction_threshold: float = 0.6,
+        min_align: float = 0.3,
+    ) -> None:
+        self.scorer = scorer
+        self.columns = [NLI_LABELS.index(to_verdict_label(name)) for name in scorer.labels]
+        manifest = getattr(scorer, "manifest", None)
+        self.max_length = max_length or getattr(manifest, "max_length", None) or getattr(scorer, "max_length", 256)
+        self.max_windows = max_windows
+        self.entail_threshold = entail_threshold
+        self.contradiction_threshold = contradiction_threshold
+        self.min_align = min_align
+
+    async def verify(self, claim: str, evidence: list[Passage], context: str | None = None) -> DetailedVerdict:
+        return self.decide(await self.assess(claim, evidence))
+
+    async def assess(self, claim: str, evidence: Sequence[Passage]) -> NLIAssessment:
+        """Score all windows of the evidence against the claim in one batch."""
+        budget = max(16, self.max_length - estimate_tokens(claim) - 4)
+        windows = build_windows(evidence, budget)
+        if not windows:
+            return NLIAssessment(claim, [], np.zeros((0, 3), np.float32), np.zeros(0, np.float32))
+        lexical = np.asarray(BM25([terms(w.text) for w in windows]).recall(terms(claim)), dtype=np.float32)
+        if len(windows) > self.max_windows:
+            keep = sorted(np.argsort(-lexical, kind="stable")[: self.max_windows].tolist())
+            windows, lexical = [windows[i] for i in keep], lexical[keep]
+        raw = np.asarray(await self.scorer.score([(w.text, claim) for w in windows]), dtype=np.float32)
+        probs = np.zeros((len(windows), 3), dtype=np.float32)
+        for source, target in enumerate(self.columns):
+            probs[:, target] += raw[:, source]
+        probs /= np.clip(probs.sum(axis=1, keepdims=True), 1e-9, None)
+        return NLIAssessment(claim, windows, probs, lexical)
+
+    def decide(self, assessment: NLIAssessment) -> DetailedVerdict:
+        if not assessment.windows:
+            return DetailedVerdict(
+                label="extrapolatory", scores={"attributable": 0.0, "extrapolatory": 1.0, "contradictory": 0.0},
+                reason="no evidence", backend=self.name,
+            )  # fmt: skip
+        probs, lexical = assessment.probs, assessment.lexical
+        best = int(np.argmax(probs[:, 0]))
+        if probs[best, 0] >= self.entail_threshold and probs[best, 0] >= probs[best].max():
+            return self._verdict("attributable", assessment, best, "the evidence entails the claim")
+        aligned = np.where(lexical >= self.min_align)[0]
+        if aligned.size:
+            worst = int(aligned[np.argmax(probs[aligned, 2])])
+            if probs[worst, 2] >= self.contradiction_threshold:
+                return self._verdict("contradictory", assessment, worst, "the evidence contradicts the claim")
+        return self._verdict("extrapolatory", assessment, best, "no window entails or contradicts the claim")
+
+    def _verdict(self, label: str, assessment: NLIAssessment, row: int, reason: str) -> DetailedVerdict:
+        window = assessment.windows[row]
+        claim = assessment.claim
+        stripped = claim.rstrip()
+        span = (len(stripped) - len(stripped.lstrip()), len(stripped)) if label != "extrapolatory" else None
+        return DetailedVerdict(
+            label=label,  # type: ignore[arg-type]
+            scores={name: float(p) for name, p in zip(NLI_LABELS, assessment.probs[row], strict=True)},
+            evidence_id=window.passage_id,
+            evidence_sentence=window.text,
+            span=span,
+            reason=f"{reason} (p={assessment.probs[row, NLI_LABELS.index(label)]:.2f})",
+            backend=self.name,
+            evidence_index=window.passage_index,
+            evidence_span=(window.start, window.end),
+        )
