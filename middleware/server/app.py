@@ -29,6 +29,7 @@ from middleware.server.chat import (
     upstream_headers,
 )
 from middleware.server.openapi import openapi_document
+from middleware.server.ws import add_ws_routes
 from middleware.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -64,6 +65,10 @@ def create_app(settings: Settings, checker: Checker | None = None, upstream: Ups
     app.router.add_get("/healthz", _healthz)
     app.router.add_get("/metrics", _metrics)
     app.router.add_get("/openapi.json", _openapi)
+    add_ws_routes(app)
+    from adapters.ui import add_ui_routes
+
+    add_ui_routes(app)
     app.on_cleanup.append(_close_upstream)
     return app
 

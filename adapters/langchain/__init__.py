@@ -1,0 +1,9 @@
+"""LangChain integration: a callback handler that fact-checks any model's streamed tokens,
+and a Runnable wrapper that streams a chat model's answer annotated (or corrected) the way
+the proxy does. Both use the proxy's checker, budget and concurrency caps (``CheckRunner``)."""
+
+from adapters.langchain.callback import FactCheckCallbackHandler
+from adapters.langchain.runnable import FactCheckedChatModel
+from adapters.langchain.session import FactCheckEvent, ReportEvent, SummaryEvent
+
+__all__ = ["FactCheckCallbackHandler", "FactCheckedChatModel", "FactCheckEvent", "ReportEvent", "SummaryEvent"]

@@ -1,0 +1,39 @@
+"""The browser UI: a static single page (index.html, app.js, style.css; no build step) that
+talks to the proxy's websocket ``/v1/ws``. The proxy serves it at ``/`` and ``/ui/``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from aiohttp import web
+
+UI_DIR = Path(__file__).resolve().parent
+_HEADERS = {
+    # The page loads only its own files and talks only to its own origin.
+    "Content-Security-Policy": (
+        "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+        "connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+    ),
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+    "Cache-Control": "no-cache",
+}
+
+
+_ASSETS = {"app.js": "text/javascript", "style.css": "text/css"}
+
+
+async def _index(request: web.Request) -> web.FileResponse:
+    return web.FileResponse(UI_DIR / "index.html", headers=_HEADERS)
+
+
+async def _asset(request: web.Request) -> web.FileResponse:
+    name = request.match_info["name"]
+    if name not in _ASSETS:
+        raise web.HTTPNotFound()
+    return web.FileResponse(UI_DIR / name, headers={**_HEADERS, "Content-Type": _ASSETS[name]})
+
+
+def add_ui_routes(app: web.Application) -> None:
+    app.router.add_get("/", _index)
+    app.router.add_get("/ui/{name}", _asset)

@@ -1,0 +1,188 @@
+"""``GET /v1/ws``: the proxy's stream over a websocket, for browsers (the UI at ``/``).
+
+Client → server, one JSON object per message:
+- ``{"type": "chat", "request": <chat completions body, optional "factcheck">}`` starts an answer;
+- ``{"type": "cancel"}`` stops the answer in progress.
+
+Server → client, one JSON object per message, the same events the SSE stream carries:
+- ``{"type": "start", "mode": "annotate"}`` (what the ``X-Factcheck-Mode`` header says over HTTP);
+- every ``chat.completion.chunk`` as its JSON, including the extension chunks with a
+  top-level ``factcheck`` object (sentence reports and the summary);
+- errors as OpenAI error objects ``{"error": {...}}`` (request errors, upstream errors before
+  or during the stream);
+- ``{"type": "done"}`` after every chat request, whatever happened.
+One answer at a time per socket; closing the socket cancels the upstream request and checks.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import time
+from typing import Any
+
+from aiohttp import WSMsgType, web
+
+from middleware.errors import RequestError, UpstreamError, error_body
+from middleware.metrics import ACTIVE_STREAMS, ADDED_LATENCY, REQUEST_ERRORS, REQUESTS, UPSTREAM_ERRORS
+from middleware.server.chat import (
+    RUNNER_KEY,
+    SETTINGS_KEY,
+    STREAMS_KEY,
+    UPSTREAM_KEY,
+    check_context,
+    upstream_headers,
+)
+from middleware.server.protocol import parse_chat_request, resolve_mode
+from middleware.sse import SSEParser
+from middleware.stream import ChatStream, Out
+
+log = logging.getLogger(__name__)
+
+WS_PATH = "/v1/ws"
+
+
+def add_ws_routes(app: web.Application) -> None:
+    app.router.add_get(WS_PATH, chat_socket)
+
+
+class _Socket:
+    """One websocket: serialised sends and at most one answer in progress."""
+
+    def __init__(self, request: web.Request, ws: web.WebSocketResponse) -> None:
+        self.request = request
+        self.ws = ws
+        self.answer: asyncio.Task[None] | None = None
+        self._send_lock = asyncio.Lock()
+
+    async def send(self, message: dict[str, Any]) -> None:
+        async with self._send_lock:
+            await self.ws.send_str(json.dumps(message, ensure_ascii=False))
+
+    async def on_text(self, text: str) -> None:
+        try:
+            message = json.loads(text)
+        except ValueError:
+            await self.send(error_body("message is not valid JSON", code="invalid_json"))
+            return
+        kind = message.get("type") if isinstance(message, dict) else None
+        if kind == "cancel":
+            await self.cancel()
+        elif kind == "chat":
+            await self.start(message.get("request"))
+        else:
+            await self.send(error_body("message type must be 'chat' or 'cancel'", param="type", code="invalid_value"))
+
+    async def start(self, body: Any) -> None:
+        if self.answer is not None and not self.answer.done():
+            await self.send(error_body("an answer is already streaming; send cancel first", code="busy"))
+            return
+        self.answer = asyncio.create_task(self._answer(body), name="ws-answer")
+
+    async def cancel(self) -> None:
+        if self.answer is not None and not self.answer.done():
+            self.answer.cancel()
+            await asyncio.gather(self.answer, return_exceptions=True)
+
+    async def _answer(self, body: Any) -> None:
+        try:
+            error = await self._stream_or_error(body)
+        except asyncio.CancelledError:
+            if self.ws.closed:
+                raise
+            # Cancelled by the client's "cancel": the answer ends like any other.
+            asyncio.current_task().uncancel()  # type: ignore[union-attr]
+            error = None
+        with contextlib.suppress(ConnectionError):
+            if error is not None:
+                await self.send(error)
+            if not self.ws.closed:
+                await self.send({"type": "done"})
+
+    async def _stream_or_error(self, body: Any) -> dict[str, Any] | None:
+        """Stream the answer; return the OpenAI error object to send if it failed."""
+        try:
+            await self._stream(body)
+        except RequestError as exc:
+            REQUEST_ERRORS.labels(status=str(exc.status)).inc()
+            return exc.body()
+        except UpstreamError as exc:
+            UPSTREAM_ERRORS.labels(kind=exc.kind).inc()
+            return exc.client_body()
+        except ConnectionError:
+            log.info("websocket client went away mid-answer")
+        except Exception:
+            log.exception("websocket answer failed")
+            return error_body("internal error", "server_error", None, "internal_error")
+        return None
+
+    async def _stream(self, body: Any) -> None:
+        """Run one answer exactly as ``POST /v1/chat/completions`` with ``stream: true`` does."""
+        app = self.request.app
+        settings = app[SETTINGS_KEY]
+        started = time.perf_counter()
+        if not isinstance(body, dict):
+            raise RequestError("'request' must be a chat completions body (a JSON object)", param="request")
+        chat, forward = parse_chat_request(json.dumps({**body, "stream": True}).encode(), settings.server.max_messages)
+        mode = resolve_mode(chat, self.request.headers.get("X-Factcheck-Mode"), settings.check.default_mode)
+        counter = app[STREAMS_KEY]
+        if counter.active >= settings.server.max_concurrent_streams:
+            raise RequestError("too many concurrent streams; retry shortly", status=429, code="too_many_streams")
+        REQUESTS.labels(mode=mode.value, stream="true").inc()
+        runner = app[RUNNER_KEY]
+        stream = await app[UPSTREAM_KEY].open_stream(forward, upstream_headers(self.request))
+        ACTIVE_STREAMS.inc()
+        counter.active += 1
+        chat_stream = ChatStream(
+            stream.events(), mode, runner.for_stream(), check_context(chat, mode), runner.summarize, started
+        )
+        try:
+            await self.send({"type": "start", "mode": mode.value})
+            async for out in chat_stream.run():
+                for message in messages_of(out):
+                    await self.send(message)
+        finally:
+            stream.close()
+            ACTIVE_STREAMS.dec()
+            counter.active -= 1
+            if chat_stream.state.upstream_done_at is not None:
+                ADDED_LATENCY.labels(mode=mode.value).observe(time.perf_counter() - chat_stream.state.upstream_done_at)
+
+
+def messages_of(out: Out) -> list[dict[str, Any]]:
+    """The JSON messages for one stream item: a payload as it is; raw upstream SSE bytes
+    parsed to their JSON (``[DONE]`` dropped: the socket sends ``{"type": "done"}``; an event
+    that is not a JSON object cannot be a message and is dropped too)."""
+    if out.raw is None:
+        return [out.payload] if isinstance(out.payload, dict) else []
+    parser = SSEParser()
+    messages = []
+    for event in parser.feed(out.raw) + parser.flush():
+        if event.data is None or event.is_done:
+            continue
+        try:
+            data = event.json()
+        except ValueError:
+            continue
+        if isinstance(data, dict):
+            messages.append(data)
+    return messages
+
+
+async def chat_socket(request: web.Request) -> web.WebSocketResponse:
+    ws = web.WebSocketResponse(heartbeat=30.0, max_msg_size=request.app[SETTINGS_KEY].server.max_body_bytes)
+    await ws.prepare(request)
+    socket = _Socket(request, ws)
+    try:
+        async for message in ws:
+            if message.type is WSMsgType.TEXT:
+                await socket.on_text(message.data)
+            elif message.type is WSMsgType.BINARY:
+                await socket.send(error_body("send JSON text messages", code="invalid_message"))
+    finally:
+        # The client went away (or the server is shutting down): stop the upstream and the checks.
+        await socket.cancel()
+        log.debug("websocket closed; answer in progress cancelled")
+    return ws
