@@ -1,11 +1,24 @@
-"""Load driver: N concurrent streamed chats against a target, measured from the client side.
+"""Load driver: N concurrent streamed chats against each target, measured from the client side.
 
-Targets run in their own processes (the mock upstream, the proxy, optionally LiteLLM) so the
-driver's own event loop does not distort them. Each stream records time to first content,
-inter-token gaps, per-sentence report latency (annotate/correct), content mismatches and
-errors; the proxy's peak RSS is sampled with psutil.
+Targets, side by side under the same load and the same request body:
+- ``direct``: the scripted mock upstream itself (the baseline);
+- ``factcheck``: this proxy in front of it, once per mode (off, annotate, correct), the mode
+  chosen by the ``X-Factcheck-Mode`` header so the body stays identical;
+- ``litellm``: LiteLLM's proxy in pass-through in front of it (``--litellm``; see
+  ``load_tests/litellm_target.py``).
 
-    python -m load_tests.driver --streams 1,50 --duration 15 --token-rate 50 --modes off
+Every target runs in its own process so the driver's event loop does not distort it. Each
+stream records time to first content, inter-token gaps, per-sentence report latency
+(annotate/correct: from the sentence's last character reaching the client to its report),
+content mismatches (off/annotate/pass-through must be byte-identical) and errors; each
+target process's peak RSS and CPU time are sampled with psutil. Workers start staggered
+over one stream's length so requests do not arrive in lockstep, and ``--rounds`` repeats
+every target in rotating order, pooling the samples, so a noisy shared machine disturbs all
+targets alike.
+
+    python -m load_tests.driver --streams 1,50 --duration 15 --token-rate 50 --modes off --checker none
+    python -m load_tests.driver --streams 200 --duration 60 --modes off,annotate --checker none --litellm \\
+        --out load.json --markdown load.md
 """
 
 from __future__ import annotations
@@ -13,11 +26,13 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import random
 import signal
 import socket
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -26,6 +41,8 @@ from typing import Annotated, Any
 import aiohttp
 import psutil
 import typer
+
+from adapters.demo_upstream import tokenize
 
 ANSWER = (
     "The Eiffel Tower is in Paris. It was completed in 1889 for the World's Fair. "
@@ -52,6 +69,7 @@ class RunSummary:
     streams: int
     requests: int
     errors: int
+    error_rate: float
     mismatches: int
     ttft_p50_ms: float
     ttft_p99_ms: float
@@ -59,8 +77,12 @@ class RunSummary:
     gap_p99_ms: float
     report_p50_ms: float | None
     report_p95_ms: float | None
+    reports: int
     tokens_per_s: float
+    cpu_percent: float | None
+    """CPU used by the target's process (the mock upstream for ``direct``), % of one core."""
     peak_rss_mb: float | None
+    first_errors: list[str] = field(default_factory=list)
 
 
 def free_port() -> int:
@@ -69,62 +91,129 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def _wait_port(port: int, timeout: float = 60.0) -> None:
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        with socket.socket() as s:
-            if s.connect_ex(("127.0.0.1", port)) == 0:
-                return
-        time.sleep(0.1)
-    raise RuntimeError(f"nothing listening on 127.0.0.1:{port} after {timeout}s")
-
-
 class Process:
-    """A server in a child process on loopback."""
+    """A server in a child process on loopback; its output goes to a log file that is shown
+    if it fails to start."""
 
-    def __init__(self, args: list[str], port: int, env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        args: list[str],
+        port: int,
+        env: dict[str, str] | None = None,
+        *,
+        name: str = "server",
+        startup_timeout: float = 60.0,
+        cwd: Path | None = None,
+    ) -> None:
         self.port = port
-        self.proc = subprocess.Popen(args, env={**os.environ, **(env or {})}, stdout=subprocess.DEVNULL,
-                                     stderr=subprocess.DEVNULL, start_new_session=True)
-        _wait_port(port)
+        self.name = name
+        self.log_path = Path(tempfile.mkstemp(prefix=f"{name}-", suffix=".log")[1])
+        with self.log_path.open("wb") as log:
+            self.proc = subprocess.Popen(args, env={**os.environ, **(env or {})}, stdout=log, stderr=subprocess.STDOUT,
+                                         start_new_session=True, cwd=cwd)
         self.peak_rss = 0
+        self._wait_port(startup_timeout)
+
+    def _wait_port(self, timeout: float) -> None:
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"{self.name} exited with {self.proc.returncode}:\n{self.log_tail()}")
+            with socket.socket() as s:
+                if s.connect_ex(("127.0.0.1", self.port)) == 0:
+                    return
+            time.sleep(0.1)
+        self.stop()
+        raise RuntimeError(f"{self.name} not listening on 127.0.0.1:{self.port} after {timeout}s:\n{self.log_tail()}")
+
+    def log_tail(self, lines: int = 30) -> str:
+        return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
+
+    def _processes(self) -> list[psutil.Process]:
+        try:
+            root = psutil.Process(self.proc.pid)
+            return [root, *root.children(recursive=True)]
+        except psutil.Error:
+            return []
 
     def sample_rss(self) -> None:
-        try:
-            self.peak_rss = max(self.peak_rss, psutil.Process(self.proc.pid).memory_info().rss)
-        except psutil.Error:
-            pass
+        rss = 0
+        for process in self._processes():
+            try:
+                rss += process.memory_info().rss
+            except psutil.Error:
+                pass
+        self.peak_rss = max(self.peak_rss, rss)
+
+    def cpu_seconds(self) -> float:
+        total = 0.0
+        for process in self._processes():
+            try:
+                times = process.cpu_times()
+                total += times.user + times.system
+            except psutil.Error:
+                pass
+        return total
 
     def stop(self) -> None:
-        os.killpg(self.proc.pid, signal.SIGTERM)
-        self.proc.wait(timeout=10)
+        try:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+            self.proc.wait(timeout=10)
+        except ProcessLookupError:
+            pass
+        except subprocess.TimeoutExpired:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait(timeout=10)
 
 
 def start_mock_upstream(token_rate: float) -> Process:
     port = free_port()
     return Process([sys.executable, "-m", "load_tests.mock_upstream", "--port", str(port),
-                    "--token-rate", str(token_rate)], port)
+                    "--token-rate", str(token_rate)], port, name="mock-upstream")
 
 
-def start_proxy(upstream_port: int, checker: str = "pipeline", extra_env: dict[str, str] | None = None) -> Process:
+def start_proxy(upstream_port: int, checker: str = "none", extra_env: dict[str, str] | None = None,
+                startup_timeout: float = 600.0) -> Process:
+    """The proxy (``factcheck serve``) in front of the mock upstream. A pipeline checker may
+    build the demo index and load models at start-up, hence the long default timeout."""
     port = free_port()
-    env = {"FACTCHECK_CHECK__CHECKER": checker, "FACTCHECK_LOG_LEVEL": "WARNING", **(extra_env or {})}
+    env = {"FACTCHECK_CHECK__CHECKER": checker, "FACTCHECK_LOG_LEVEL": "WARNING",
+           "FACTCHECK_SERVER__MAX_CONCURRENT_STREAMS": "100000", **(extra_env or {})}
     return Process([sys.executable, "-m", "middleware.cli", "serve", "--port", str(port),
-                    "--upstream-url", f"http://127.0.0.1:{upstream_port}/v1"], port, env)
+                    "--upstream-url", f"http://127.0.0.1:{upstream_port}/v1"], port, env,
+                   name="factcheck-proxy", startup_timeout=startup_timeout)
 
 
-async def one_stream(session: aiohttp.ClientSession, url: str, mode: str, text: str) -> StreamResult:
-    body = {"model": "m", "stream": True, "messages": [{"role": "user", "content": "q"}],
-            "mock": {"text": text}, "factcheck": {"mode": mode}}
+@dataclass
+class Target:
+    """Where and how to send the load."""
+
+    name: str
+    mode: str
+    url: str
+    headers: dict[str, str]
+    process: Process | None
+    """The process whose CPU and RSS are reported (the mock upstream for ``direct``)."""
+    compare: bool = True
+    """Whether the received content must equal the upstream's byte for byte."""
+
+
+def request_body(text: str) -> dict[str, Any]:
+    """The same body for every target: the mock upstream streams ``text``."""
+    return {"model": "m", "stream": True, "messages": [{"role": "user", "content": "q"}], "mock": {"text": text}}
+
+
+async def one_stream(session: aiohttp.ClientSession, target: Target, body: dict[str, Any], text: str) -> StreamResult:
     result = StreamResult()
     t0 = time.perf_counter()
     last = None
     content: list[str] = []
+    length = 0
     reached: list[tuple[int, float]] = []  # (content length, time it was reached)
     try:
-        async with session.post(url, json=body) as response:
+        async with session.post(target.url, json=body, headers=target.headers) as response:
             if response.status != 200:
-                result.error = f"HTTP {response.status}"
+                result.error = f"HTTP {response.status}: {(await response.text())[:200]}"
                 return result
             async for line in response.content:
                 if not line.startswith(b"data:") or line.strip() == b"data: [DONE]":
@@ -132,7 +221,7 @@ async def one_stream(session: aiohttp.ClientSession, url: str, mode: str, text: 
                 now = time.perf_counter()
                 chunk: dict[str, Any] = json.loads(line[5:])
                 if "error" in chunk:
-                    result.error = chunk["error"].get("message", "error event")
+                    result.error = str(chunk["error"].get("message", "error event"))
                     break
                 piece = "".join((c.get("delta") or {}).get("content") or "" for c in chunk.get("choices") or [])
                 if piece:
@@ -142,18 +231,57 @@ async def one_stream(session: aiohttp.ClientSession, url: str, mode: str, text: 
                         result.gaps.append(now - last)
                     last = now
                     content.append(piece)
+                    length += len(piece)
                     result.tokens += 1
-                    reached.append((sum(map(len, content)), now))
+                    reached.append((length, now))
                 report = (chunk.get("factcheck") or {}).get("report")
                 if report:
                     done_at = next((t for n, t in reached if n >= report["end"]), now)
                     result.report_latencies.append(now - done_at)
-    except (aiohttp.ClientError, asyncio.TimeoutError) as exc:
-        result.error = type(exc).__name__
+    except (aiohttp.ClientError, asyncio.TimeoutError, ValueError) as exc:
+        result.error = f"{type(exc).__name__}: {exc}"
     result.duration = time.perf_counter() - t0
-    if mode in ("off", "annotate") and result.error is None:  # correct mode may legitimately edit
+    if target.compare and result.error is None:
         result.mismatch = "".join(content) != text
     return result
+
+
+@dataclass
+class Load:
+    streams: int
+    duration: float
+    text: str
+    ramp: float
+    """Workers start at random offsets within this many seconds."""
+
+
+async def run_load(target: Target, load: Load) -> tuple[list[StreamResult], float, float | None]:
+    """Run ``load`` against ``target``: results, elapsed seconds, target CPU % of one core."""
+    results: list[StreamResult] = []
+    body = request_body(load.text)
+    start = time.perf_counter()
+    stop_at = start + load.duration
+    process = target.process
+
+    async def worker(session: aiohttp.ClientSession) -> None:
+        await asyncio.sleep(random.uniform(0, load.ramp))
+        while time.perf_counter() < stop_at:
+            results.append(await one_stream(session, target, body, load.text))
+
+    async def sampler() -> None:
+        while process is not None:
+            process.sample_rss()
+            await asyncio.sleep(0.25)
+
+    cpu0 = process.cpu_seconds() if process else None
+    connector = aiohttp.TCPConnector(limit=0)
+    async with aiohttp.ClientSession(connector=connector, timeout=aiohttp.ClientTimeout(total=120)) as session:
+        sampling = asyncio.create_task(sampler())
+        await asyncio.gather(*(worker(session) for _ in range(load.streams)))
+        sampling.cancel()
+    elapsed = time.perf_counter() - start
+    cpu = None if process is None or cpu0 is None else 100.0 * (process.cpu_seconds() - cpu0) / elapsed
+    return results, elapsed, cpu
 
 
 def _pct(values: list[float], q: float) -> float:
@@ -163,119 +291,197 @@ def _pct(values: list[float], q: float) -> float:
     return values[min(len(values) - 1, int(round(q * (len(values) - 1))))]
 
 
-async def run_load(url: str, mode: str, streams: int, duration: float, text: str,
-                   sample: Process | None = None) -> tuple[list[StreamResult], float]:
-    results: list[StreamResult] = []
-    stop_at = time.perf_counter() + duration
-    connector = aiohttp.TCPConnector(limit=0)
-    timeout = aiohttp.ClientTimeout(total=120)
+@dataclass
+class Pool:
+    """Samples of one (target, mode, streams) pooled over rounds."""
 
-    async def worker(session: aiohttp.ClientSession) -> None:
-        while time.perf_counter() < stop_at:
-            results.append(await one_stream(session, url, mode, text))
-
-    async def sampler() -> None:
-        while sample is not None:
-            sample.sample_rss()
-            await asyncio.sleep(0.25)
-
-    t0 = time.perf_counter()
-    async with aiohttp.ClientSession(connector=connector, timeout=timeout) as session:
-        sampling = asyncio.create_task(sampler())
-        await asyncio.gather(*(worker(session) for _ in range(streams)))
-        sampling.cancel()
-    return results, time.perf_counter() - t0
+    results: list[StreamResult] = field(default_factory=list)
+    elapsed: float = 0.0
+    cpu: list[float] = field(default_factory=list)
+    peak_rss: int = 0
 
 
-def summarise(target: str, mode: str, streams: int, results: list[StreamResult], elapsed: float,
-              peak_rss: int | None) -> RunSummary:
+def summarise(target: str, mode: str, streams: int, pool: Pool) -> RunSummary:
+    results = pool.results
     ok = [r for r in results if r.error is None]
     ttfts = [r.ttft for r in ok if r.ttft is not None]
     gaps = [g for r in ok for g in r.gaps]
     reports = [x for r in ok for x in r.report_latencies]
+    errors = [r.error for r in results if r.error is not None]
     return RunSummary(
         target=target, mode=mode, streams=streams, requests=len(results),
-        errors=len(results) - len(ok), mismatches=sum(r.mismatch for r in ok),
+        errors=len(errors), error_rate=len(errors) / len(results) if results else 0.0,
+        mismatches=sum(r.mismatch for r in ok),
         ttft_p50_ms=1000 * statistics.median(ttfts) if ttfts else float("nan"),
         ttft_p99_ms=1000 * _pct(ttfts, 0.99),
         gap_p50_ms=1000 * _pct(gaps, 0.5), gap_p99_ms=1000 * _pct(gaps, 0.99),
         report_p50_ms=1000 * _pct(reports, 0.5) if reports else None,
         report_p95_ms=1000 * _pct(reports, 0.95) if reports else None,
-        tokens_per_s=sum(r.tokens for r in ok) / elapsed if elapsed else 0.0,
-        peak_rss_mb=peak_rss / 2**20 if peak_rss else None,
+        reports=len(reports),
+        tokens_per_s=sum(r.tokens for r in ok) / pool.elapsed if pool.elapsed else 0.0,
+        cpu_percent=statistics.median(pool.cpu) if pool.cpu else None,
+        peak_rss_mb=pool.peak_rss / 2**20 if pool.peak_rss else None,
+        first_errors=list(dict.fromkeys(errors))[:3],
     )
 
 
+_COLUMNS = ("target", "mode", "streams", "requests", "errors", "mismatches", "ttft_p50_ms", "ttft_p99_ms",
+            "gap_p50_ms", "gap_p99_ms", "report_p50_ms", "report_p95_ms", "tokens_per_s", "cpu_percent",
+            "peak_rss_mb")
+_HEADINGS = ("target", "mode", "streams", "requests", "errors", "mismatches", "TTFT p50 ms", "TTFT p99 ms",
+             "gap p50 ms", "gap p99 ms", "report p50 ms", "report p95 ms", "tokens/s", "CPU % of a core",
+             "peak RSS MB")
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return "-"
+    return f"{value:.1f}" if isinstance(value, float) else str(value)
+
+
 def markdown(rows: list[RunSummary]) -> str:
-    head = ("| target | mode | streams | requests | errors | mismatches | TTFT p50 ms | TTFT p99 ms | gap p50 ms "
-            "| gap p99 ms | report p50 ms | report p95 ms | tokens/s | peak RSS MB |")
-    lines = [head, "|" + "---|" * 14]
-    for r in rows:
-        cells = [r.target, r.mode, r.streams, r.requests, r.errors, r.mismatches, r.ttft_p50_ms, r.ttft_p99_ms,
-                 r.gap_p50_ms, r.gap_p99_ms, r.report_p50_ms, r.report_p95_ms, r.tokens_per_s, r.peak_rss_mb]
-        lines.append("| " + " | ".join(f"{c:.1f}" if isinstance(c, float) else str(c) for c in cells) + " |")
+    lines = ["| " + " | ".join(_HEADINGS) + " |", "|" + "---|" * len(_HEADINGS)]
+    for row in rows:
+        lines.append("| " + " | ".join(_cell(getattr(row, c)) for c in _COLUMNS) + " |")
     return "\n".join(lines)
 
 
-def comparisons(rows: list[RunSummary]) -> list[str]:
-    """Side-by-side figures: proxy minus direct TTFT, proxy/direct tokens/s."""
+@dataclass
+class Comparison:
+    """A target against the mock upstream called directly at the same concurrency."""
+
+    target: str
+    mode: str
+    streams: int
+    added_ttft_p50_ms: float
+    added_ttft_p99_ms: float
+    added_gap_p50_ms: float
+    added_gap_p99_ms: float
+    tokens_per_s_ratio: float
+    cpu_percent_ratio_vs_litellm: float | None = None
+    """This proxy's CPU over LiteLLM's at the same load (pass-through rows only)."""
+    ttft_p50_ratio_vs_litellm: float | None = None
+    """This proxy's added TTFT p50 over LiteLLM's."""
+
+    def text(self) -> str:
+        out = (f"{self.target}/{self.mode} @ {self.streams} streams: added TTFT p50 {self.added_ttft_p50_ms:+.2f} ms, "
+               f"p99 {self.added_ttft_p99_ms:+.2f} ms; added gap p50 {self.added_gap_p50_ms:+.2f} ms, "
+               f"p99 {self.added_gap_p99_ms:+.2f} ms; tokens/s ratio {self.tokens_per_s_ratio:.3f}")
+        if self.ttft_p50_ratio_vs_litellm is not None:
+            out += f"; added TTFT p50 vs LiteLLM's: x{self.ttft_p50_ratio_vs_litellm:.2f}"
+        if self.cpu_percent_ratio_vs_litellm is not None:
+            out += f"; CPU vs LiteLLM: x{self.cpu_percent_ratio_vs_litellm:.2f}"
+        return out
+
+
+def comparisons(rows: list[RunSummary]) -> list[Comparison]:
+    direct = {r.streams: r for r in rows if r.target == "direct"}
+    litellm = {r.streams: r for r in rows if r.target == "litellm"}
     out = []
-    direct = {(r.streams): r for r in rows if r.target == "direct"}
     for r in rows:
         base = direct.get(r.streams)
         if r.target == "direct" or base is None:
             continue
-        out.append(
-            f"{r.target}/{r.mode} @ {r.streams} streams: added TTFT p50 {r.ttft_p50_ms - base.ttft_p50_ms:+.2f} ms, "
-            f"p99 {r.ttft_p99_ms - base.ttft_p99_ms:+.2f} ms; tokens/s ratio {r.tokens_per_s / base.tokens_per_s:.3f}; "
-            f"added gap p99 {r.gap_p99_ms - base.gap_p99_ms:+.2f} ms"
-        )
+        out.append(Comparison(
+            r.target, r.mode, r.streams,
+            r.ttft_p50_ms - base.ttft_p50_ms, r.ttft_p99_ms - base.ttft_p99_ms,
+            r.gap_p50_ms - base.gap_p50_ms, r.gap_p99_ms - base.gap_p99_ms,
+            r.tokens_per_s / base.tokens_per_s if base.tokens_per_s else float("nan"),
+        ))
+    for c in out:
+        lite = litellm.get(c.streams)
+        lite_cmp = next((x for x in out if x.target == "litellm" and x.streams == c.streams), None)
+        if c.target != "factcheck" or lite is None or lite_cmp is None:
+            continue
+        if lite.cpu_percent:
+            mine = next(r for r in rows if r.target == c.target and r.mode == c.mode and r.streams == c.streams)
+            c.cpu_percent_ratio_vs_litellm = (mine.cpu_percent or 0.0) / lite.cpu_percent
+        if lite_cmp.added_ttft_p50_ms > 0:
+            c.ttft_p50_ratio_vs_litellm = c.added_ttft_p50_ms / lite_cmp.added_ttft_p50_ms
     return out
+
+
+def _ramp(text: str, token_rate: float, duration: float) -> float:
+    """One stream's length (workers start spread over it), at most half the run."""
+    stream_s = len(tokenize(text)) / token_rate if token_rate > 0 else 0.05
+    return min(stream_s, duration / 2)
+
+
+def run_all(targets: list[Target], levels: list[int], duration: float, rounds: int, warmup: float,
+            token_rate: float, text: str) -> list[RunSummary]:
+    pools: dict[tuple[str, str, int], Pool] = {}
+    for n in levels:
+        if warmup > 0:
+            for target in targets:
+                asyncio.run(run_load(target, Load(min(n, 20), warmup, text, _ramp(text, token_rate, warmup))))
+        for round_no in range(rounds):
+            shift = round_no % len(targets)
+            for target in targets[shift:] + targets[:shift]:
+                if target.process is not None:
+                    target.process.peak_rss = 0
+                results, elapsed, cpu = asyncio.run(
+                    run_load(target, Load(n, duration, text, _ramp(text, token_rate, duration)))
+                )
+                pool = pools.setdefault((target.name, target.mode, n), Pool())
+                pool.results += results
+                pool.elapsed += elapsed
+                if cpu is not None:
+                    pool.cpu.append(cpu)
+                if target.process is not None:
+                    pool.peak_rss = max(pool.peak_rss, target.process.peak_rss)
+                print(f"  {target.name}/{target.mode} @ {n}: {len(results)} streams in {elapsed:.1f}s",
+                      file=sys.stderr)
+    order = {(t.name, t.mode): i for i, t in enumerate(targets)}
+    keys = sorted(pools, key=lambda k: (k[2], order[(k[0], k[1])]))
+    return [summarise(name, mode, n, pools[(name, mode, n)]) for name, mode, n in keys]
 
 
 def main(
     streams: Annotated[str, typer.Option(help="comma-separated concurrency levels")] = "1,50",
-    duration: Annotated[float, typer.Option(help="seconds per run")] = 15.0,
+    duration: Annotated[float, typer.Option(help="seconds per target per round")] = 15.0,
     token_rate: Annotated[float, typer.Option(help="mock upstream tokens/s per stream (0: unlimited)")] = 50.0,
     modes: Annotated[str, typer.Option(help="proxy modes to run: off,annotate,correct")] = "off",
-    checker: Annotated[str, typer.Option(help="proxy checker: pipeline or none")] = "pipeline",
-    litellm: Annotated[bool, typer.Option(help="also run LiteLLM's proxy in pass-through (needs litellm[proxy])")] = False,
+    checker: Annotated[str, typer.Option(help="proxy checker: 'none' (pass-through cost) or 'pipeline'")] = "none",
+    litellm: Annotated[bool, typer.Option(help="also run LiteLLM's proxy in pass-through (see litellm_target.py)")] = False,
+    rounds: Annotated[int, typer.Option(help="repeat every target this often, rotating the order")] = 1,
+    warmup: Annotated[float, typer.Option(help="seconds of warm-up per target and level (not measured)")] = 2.0,
     out: Annotated[Path | None, typer.Option(help="write JSON results here")] = None,
+    markdown_out: Annotated[Path | None, typer.Option("--markdown", help="write the markdown table here")] = None,
 ) -> None:
-    """Run the load and print a markdown table plus side-by-side ratios."""
+    """Run the load and print a markdown table plus side-by-side comparisons."""
     levels = [int(s) for s in streams.split(",")]
     upstream = start_mock_upstream(token_rate)
-    proxy = start_proxy(upstream.port, checker)
-    lite = None
-    if litellm:
-        from load_tests.litellm_target import start_litellm
-
-        lite = start_litellm(upstream.port)
-    rows: list[RunSummary] = []
+    processes: list[Process] = [upstream]
     try:
-        for n in levels:
-            direct_url = f"http://127.0.0.1:{upstream.port}/v1/chat/completions"
-            results, elapsed = asyncio.run(run_load(direct_url, "off", n, duration, ANSWER))
-            rows.append(summarise("direct", "-", n, results, elapsed, None))
-            for mode in modes.split(","):
-                proxy.peak_rss = 0
-                url = f"http://127.0.0.1:{proxy.port}/v1/chat/completions"
-                results, elapsed = asyncio.run(run_load(url, mode, n, duration, ANSWER, proxy))
-                rows.append(summarise("factcheck", mode, n, results, elapsed, proxy.peak_rss))
-            if lite is not None:
-                lite.peak_rss = 0
-                url = f"http://127.0.0.1:{lite.port}/v1/chat/completions"
-                results, elapsed = asyncio.run(run_load(url, "off", n, duration, ANSWER, lite))
-                rows.append(summarise("litellm", "pass", n, results, elapsed, lite.peak_rss))
+        proxy = start_proxy(upstream.port, checker)
+        processes.append(proxy)
+        targets = [Target("direct", "-", f"http://127.0.0.1:{upstream.port}/v1/chat/completions", {}, upstream)]
+        for mode in modes.split(","):
+            targets.append(Target("factcheck", mode, f"http://127.0.0.1:{proxy.port}/v1/chat/completions",
+                                  {"X-Factcheck-Mode": mode}, proxy, compare=mode != "correct"))
+        if litellm:
+            from load_tests.litellm_target import start_litellm
+
+            lite = start_litellm(upstream.port)
+            processes.append(lite)
+            targets.append(Target("litellm", "pass", f"http://127.0.0.1:{lite.port}/v1/chat/completions", {}, lite))
+        rows = run_all(targets, levels, duration, rounds, warmup, token_rate, ANSWER)
     finally:
-        for process in (proxy, upstream, lite):
-            if process is not None:
-                process.stop()
-    print(markdown(rows))
+        for process in reversed(processes):
+            process.stop()
+    table = markdown(rows)
+    compared = comparisons(rows)
+    print(table)
     print()
-    print("\n".join(comparisons(rows)))
+    print("\n".join(c.text() for c in compared))
+    config = {"streams": levels, "duration_s": duration, "token_rate": token_rate, "modes": modes.split(","),
+              "checker": checker, "rounds": rounds, "answer_tokens": len(tokenize(ANSWER)),
+              "cpu_count": os.cpu_count()}
     if out is not None:
-        out.write_text(json.dumps([asdict(r) for r in rows], indent=2))
+        out.write_text(json.dumps({"config": config, "runs": [asdict(r) for r in rows],
+                                   "comparisons": [asdict(c) for c in compared]}, indent=2))
+    if markdown_out is not None:
+        markdown_out.write_text(table + "\n\n" + "\n".join(f"- {c.text()}" for c in compared) + "\n")
 
 
 if __name__ == "__main__":
