@@ -109,12 +109,14 @@ class Seq2SeqQuestionGenerator:
 
 
 def dedupe(questions: list[Question]) -> list[Question]:
-    """Drop near-duplicates (token-sort ratio >= 90), keeping the first."""
+    """Drop near-duplicates (same question word, token-sort ratio >= 90), keeping the first."""
     kept: list[Question] = []
+    seen: list[str] = []
     for question in questions:
-        norm = question.text.lower().strip(" ?")
-        if all(fuzz.token_sort_ratio(norm, k.text.lower().strip(" ?")) < 90 for k in kept):
+        norm = " ".join(question.text.lower().strip(" ?").split())
+        if all(norm.split()[:1] != other.split()[:1] or fuzz.token_sort_ratio(norm, other) < 90 for other in seen):
             kept.append(question)
+            seen.append(norm)
     return kept
 
 

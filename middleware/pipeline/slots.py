@@ -8,6 +8,7 @@ with the evidence, and what the editor replaces."""
 from __future__ import annotations
 
 import re
+import threading
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -43,6 +44,7 @@ class Role:
     dep: str
     prep: str | None
     head: str
+    verb: str | None = None  # lemma of the clause's verb ('in Warsaw' attached to a date still has 'bear')
 
 
 @dataclass(frozen=True)
@@ -105,14 +107,16 @@ class Analysis:
 
 _CACHE: OrderedDict[str, Analysis] = OrderedDict()
 _CACHE_SIZE = 4096
+_CACHE_LOCK = threading.Lock()  # callers may parse in worker threads
 
 
 def analyse(text: str) -> Analysis:
     """Parse ``text`` once (LRU-cached by text) and extract its slots and relations."""
-    hit = _CACHE.get(text)
-    if hit is not None:
-        _CACHE.move_to_end(text)
-        return hit
+    with _CACHE_LOCK:
+        hit = _CACHE.get(text)
+        if hit is not None:
+            _CACHE.move_to_end(text)
+            return hit
     return _remember(analysis_of(get_nlp()(text)))
 
 
@@ -126,9 +130,10 @@ def analyse_many(texts: Sequence[str]) -> list[Analysis]:
 
 
 def _remember(analysis: Analysis) -> Analysis:
-    _CACHE[analysis.text] = analysis
-    while len(_CACHE) > _CACHE_SIZE:
-        _CACHE.popitem(last=False)
+    with _CACHE_LOCK:
+        _CACHE[analysis.text] = analysis
+        while len(_CACHE) > _CACHE_SIZE:
+            _CACHE.popitem(last=False)
     return analysis
 
 
@@ -149,9 +154,10 @@ def analysis_of(doc: Doc) -> Analysis:
 def _role(span: Span | Token) -> Role:
     root = span.root if isinstance(span, Span) else span
     head = root.head
-    if head.dep_ in ("prep", "agent", "dative") and head is not root:
-        return Role(root.dep_, head.lemma_.lower(), head.head.lemma_.lower())
-    return Role(root.dep_, None, head.lemma_.lower())
+    verb = next((t.lemma_.lower() for t in root.ancestors if t.pos_ in ("VERB", "AUX")), None)
+    if head.dep_ in ("prep", "agent", "dative") and head.i != root.i:
+        return Role(root.dep_, head.lemma_.lower(), head.head.lemma_.lower(), verb)
+    return Role(root.dep_, None, head.lemma_.lower(), verb)
 
 
 def _trim_determiner(span: Span) -> Span:

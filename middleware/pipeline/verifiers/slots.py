@@ -224,7 +224,7 @@ def _same_subject(claim: Analysis, line: _Line, support: dict[Slot, _Line]) -> b
 
 def _role_similarity(a: Slot, b: Slot) -> float:
     score = 0.0
-    if a.role.head == b.role.head:
+    if a.role.head == b.role.head or a.role.verb is not None and a.role.verb == b.role.verb:
         score += 2.0
     if a.role.prep is not None and a.role.prep == b.role.prep:
         score += 1.0
@@ -243,8 +243,10 @@ def _best_candidate(slot: Slot, candidates: list[Slot]) -> Slot | None:
     best = _role_similarity(slot, ranked[0])
     if len(ranked) > 1 and _role_similarity(slot, ranked[1]) >= best:
         return None
-    needed = 2.0 if slot.kind == "entity" else (0.0 if len(ranked) == 1 else 1.0)
-    return ranked[0] if best >= needed else None
+    if slot.kind == "entity":  # names are many per sentence: only the same role of the same verb
+        same_verb = slot.role.verb is not None and ranked[0].role.verb == slot.role.verb
+        return ranked[0] if (same_verb or ranked[0].role.head == slot.role.head) and best >= 2.5 else None
+    return ranked[0] if best >= (0.0 if len(ranked) == 1 else 1.0) else None
 
 
 def _negated_span(analysis: Analysis, relation: Relation) -> tuple[int, int]:
