@@ -1,0 +1,147 @@
+"""onnxruntime sessions: provider choice, thread settings, and one session per model file.
+
+Sessions are shared process-wide (``get_session``), keyed by file, provider and thread
+settings; ``InferenceSession.run`` is thread-safe, so the batchers' worker threads and offline
+jobs use the same session. On CUDA inputs and outputs go through IO binding, and inputs that
+are reused across calls (a decoder's encoder states) can be placed on the device once.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import onnxruntime as ort
+
+from middleware.settings import RuntimeSettings
+
+log = logging.getLogger(__name__)
+
+CPU = "CPUExecutionProvider"
+CUDA = "CUDAExecutionProvider"
+
+
+class ProviderUnavailable(RuntimeError):
+    """The configured execution provider cannot run here."""
+
+
+def _cuda_help(detail: str) -> str:
+    return (
+        f"runtime.provider is 'cuda' but {detail}. CUDA needs the onnxruntime-gpu package "
+        "(pip uninstall onnxruntime && pip install onnxruntime-gpu==1.31.1, or the [gpu] extra) and an "
+        "NVIDIA GPU with its driver, CUDA 12 and cuDNN 9 visible (check with nvidia-smi). "
+        "Set FACTCHECK_RUNTIME__PROVIDER=cpu or auto to run on the CPU."
+    )
+
+
+def choose_providers(provider: str) -> list[str]:
+    """Execution providers for the ``runtime.provider`` setting: cpu, cuda (must exist), or
+    auto (CUDA when onnxruntime offers it, else CPU)."""
+    available = ort.get_available_providers()
+    if provider == "cpu":
+        return [CPU]
+    if provider == "cuda":
+        if CUDA not in available:
+            raise ProviderUnavailable(_cuda_help(f"this onnxruntime offers only {available}"))
+        return [CUDA, CPU]
+    if provider == "auto":
+        return [CUDA, CPU] if CUDA in available else [CPU]
+    raise ValueError(f"unknown runtime.provider {provider!r}; expected auto, cpu or cuda")
+
+
+def session_options(settings: RuntimeSettings) -> ort.SessionOptions:
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    options.intra_op_num_threads = settings.intra_op_threads
+    options.inter_op_num_threads = settings.inter_op_threads
+    spin = "1" if settings.thread_spinning else "0"
+    options.add_session_config_entry("session.intra_op.allow_spinning", spin)
+    options.add_session_config_entry("session.inter_op.allow_spinning", spin)
+    options.log_severity_level = 3  # errors only: shape-inference chatter is not news
+    return options
+
+
+class OnnxSession:
+    """One model file loaded on one provider. ``run`` takes numpy feeds (or device values from
+    ``to_device``) and returns numpy outputs in ``output_names`` order."""
+
+    def __init__(self, path: Path, settings: RuntimeSettings, io_binding: bool | None = None) -> None:
+        self.path = Path(path)
+        wanted = choose_providers(settings.provider)
+        self.session = ort.InferenceSession(str(self.path), session_options(settings), providers=wanted)
+        active = self.session.get_providers()
+        if settings.provider == "cuda" and CUDA not in active:
+            raise ProviderUnavailable(_cuda_help("the CUDA provider failed to start (no GPU visible?)"))
+        self.provider = active[0]
+        self.device = "cuda" if self.provider == CUDA else "cpu"
+        self.io_binding = self.provider == CUDA if io_binding is None else io_binding
+        self.input_names = [i.name for i in self.session.get_inputs()]
+        self.output_names = [o.name for o in self.session.get_outputs()]
+        log.info("loaded %s on %s", self.path, self.provider)
+
+    def run(self, feeds: Mapping[str, Any]) -> list[np.ndarray]:
+        if self.io_binding:
+            return self._run_bound(feeds)
+        return self.session.run(self.output_names, dict(feeds))
+
+    def to_device(self, array: np.ndarray) -> Any:
+        """``array`` where the session computes: an OrtValue on the GPU under IO binding, else
+        the array itself. Use it for inputs fed unchanged to many runs."""
+        if not self.io_binding:
+            return array
+        return ort.OrtValue.ortvalue_from_numpy(np.ascontiguousarray(array), self.device, 0)
+
+    def _run_bound(self, feeds: Mapping[str, Any]) -> list[np.ndarray]:
+        binding = self.session.io_binding()
+        for name, value in feeds.items():
+            if isinstance(value, ort.OrtValue):
+                binding.bind_ortvalue_input(name, value)
+            else:
+                binding.bind_cpu_input(name, np.ascontiguousarray(value))
+        for name in self.output_names:
+            binding.bind_output(name, self.device)
+        self.session.run_with_iobinding(binding)
+        return binding.copy_outputs_to_cpu()
+
+
+@dataclass(frozen=True)
+class _Key:
+    path: str
+    mtime_ns: int  # a re-exported file gets a new session
+    provider: str
+    intra: int
+    inter: int
+    spinning: bool
+
+
+_SESSIONS: dict[_Key, OnnxSession] = {}
+_LOCK = threading.Lock()
+
+
+def get_session(path: Path, settings: RuntimeSettings) -> OnnxSession:
+    """The process-wide session for ``path`` under these settings (created on first use)."""
+    resolved = Path(path).resolve()
+    key = _Key(
+        str(resolved),
+        resolved.stat().st_mtime_ns,
+        settings.provider,
+        settings.intra_op_threads,
+        settings.inter_op_threads,
+        settings.thread_spinning,
+    )
+    with _LOCK:
+        session = _SESSIONS.get(key)
+        if session is None:
+            session = _SESSIONS[key] = OnnxSession(Path(key.path), settings)
+        return session
+
+
+def clear_sessions() -> None:
+    """Forget every shared session (their memory is freed once no model holds them)."""
+    with _LOCK:
+        _SESSIONS.clear()

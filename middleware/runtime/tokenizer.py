@@ -1,0 +1,59 @@
+"""Tokenisation for the runtime: the export's ``tokenizer.json`` through the Rust ``tokenizers``
+library (no transformers import), truncated to the manifest's length, padded per batch."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+from tokenizers import Encoding, Tokenizer
+
+_ARRAYS = {"input_ids": "ids", "attention_mask": "attention_mask", "token_type_ids": "type_ids"}
+
+
+class TextTokenizer:
+    """Encodes texts or (first, second) pairs; ``collate`` pads encodings to the longest one
+    and returns the arrays named by ``input_names`` (int64)."""
+
+    def __init__(self, path: Path, max_length: int, input_names: Sequence[str]) -> None:
+        self.tokenizer = Tokenizer.from_file(str(path))
+        self.pad_id = _pad_id(self.tokenizer)
+        self.tokenizer.no_padding()
+        self.tokenizer.enable_truncation(max_length)
+        unknown = [n for n in input_names if n not in _ARRAYS]
+        if unknown:
+            raise ValueError(f"{path}: cannot produce model inputs {unknown}")
+        self.input_names = list(input_names)
+        self.max_length = max_length
+
+    def encode(self, texts: Sequence[str]) -> list[Encoding]:
+        return self.tokenizer.encode_batch(list(texts)) if texts else []
+
+    def encode_pairs(self, pairs: Sequence[tuple[str, str]]) -> list[Encoding]:
+        return self.tokenizer.encode_batch([(a, b) for a, b in pairs]) if pairs else []
+
+    def collate(self, encodings: Sequence[Encoding]) -> dict[str, np.ndarray]:
+        width = max((len(e.ids) for e in encodings), default=0)
+        arrays = {name: np.zeros((len(encodings), width), dtype=np.int64) for name in self.input_names}
+        if "input_ids" in arrays:
+            arrays["input_ids"].fill(self.pad_id)
+        for row, enc in enumerate(encodings):
+            n = len(enc.ids)
+            for name, array in arrays.items():
+                array[row, :n] = getattr(enc, _ARRAYS[name])
+        return arrays
+
+    def decode(self, ids: Sequence[int]) -> str:
+        return self.tokenizer.decode(list(ids), skip_special_tokens=True)
+
+
+def _pad_id(tokenizer: Tokenizer) -> int:
+    """The padding id the tokenizer file declares, else its pad token's id, else 0."""
+    padding = tokenizer.padding
+    if padding and padding.get("pad_id") is not None:
+        return int(padding["pad_id"])
+    for token in ("[PAD]", "<pad>"):
+        if (token_id := tokenizer.token_to_id(token)) is not None:
+            return token_id
+    return 0

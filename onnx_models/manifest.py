@@ -1,0 +1,109 @@
+"""The manifest of an exported model directory: what the graphs compute and how to feed them.
+
+An export directory holds ``manifest.json``, the ONNX graph(s) and the tokenizer files. The
+runtime reads only the manifest and ``tokenizer.json``; it never imports torch or transformers.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+MANIFEST_NAME = "manifest.json"
+FORMAT_VERSION = 1
+
+Task = Literal["embed", "rerank", "nli", "seq2seq"]
+TASKS: tuple[str, ...] = ("embed", "rerank", "nli", "seq2seq")
+
+
+class ManifestError(ValueError):
+    """An export directory is missing, incomplete or does not match its manifest."""
+
+
+class Manifest(BaseModel):
+    """Describes one exported model. ``files`` maps every file of the export (graphs and
+    tokenizer files, not the manifest itself) to its sha256."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    format_version: int = FORMAT_VERSION
+    task: Task
+    source: str = Field(description="hub id or local path the export was made from")
+    quantization: Literal["none", "int8"] = "none"
+    quantized_graphs: list[str] = Field(
+        default_factory=list, description="roles of the graphs quantised (seq2seq: the decoder only)"
+    )
+    fused: bool = Field(False, description="onnxruntime's transformer fusions (attention, layer norm) applied")
+    opset: int
+    max_length: int = Field(description="tokens per input sequence; longer inputs are truncated")
+    labels: list[str] = Field(
+        default_factory=list, description="output columns in order (nli/rerank logits); empty otherwise"
+    )
+    graphs: dict[str, str] = Field(description="role -> file: 'model', or 'encoder' and 'decoder' for seq2seq")
+    inputs: dict[str, list[str]] = Field(description="role -> graph input names in order")
+    outputs: dict[str, list[str]] = Field(description="role -> graph output names in order")
+    pooling: Literal["mean", "cls"] | None = Field(None, description="embed: pooling folded into the graph")
+    dim: int | None = Field(None, description="embed: embedding size; seq2seq: hidden size")
+    special_tokens: dict[str, int] = Field(
+        default_factory=dict, description="seq2seq: pad, eos and decoder_start token ids"
+    )
+    files: dict[str, str] = Field(default_factory=dict, description="file name -> sha256")
+
+    def write(self, directory: Path) -> Path:
+        path = Path(directory) / MANIFEST_NAME
+        path.write_text(self.model_dump_json(indent=2) + "\n", encoding="utf-8")
+        return path
+
+
+def sha256_file(path: Path, chunk: int = 1 << 20) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        while block := fh.read(chunk):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def checksum_files(directory: Path) -> dict[str, str]:
+    """sha256 of every regular file in ``directory`` (not recursive), manifest excluded."""
+    return {
+        p.name: sha256_file(p)
+        for p in sorted(Path(directory).iterdir())
+        if p.is_file() and p.name != MANIFEST_NAME
+    }
+
+
+def is_export_dir(path: Path) -> bool:
+    return (Path(path) / MANIFEST_NAME).is_file()
+
+
+def read_manifest(directory: Path, verify: bool = True) -> Manifest:
+    """Load ``directory/manifest.json``; with ``verify``, check every listed file's sha256."""
+    directory = Path(directory)
+    path = directory / MANIFEST_NAME
+    if not path.is_file():
+        raise ManifestError(f"{directory} is not an exported model directory (no {MANIFEST_NAME})")
+    try:
+        manifest = Manifest.model_validate(json.loads(path.read_text(encoding="utf-8")))
+    except (json.JSONDecodeError, ValueError) as exc:
+        raise ManifestError(f"{path}: invalid manifest: {exc}") from exc
+    if manifest.format_version > FORMAT_VERSION:
+        raise ManifestError(f"{path}: format {manifest.format_version} is newer than this runtime's")
+    missing = [g for g in manifest.graphs.values() if g not in manifest.files]
+    if missing:
+        raise ManifestError(f"{path}: graphs {missing} have no checksum")
+    if verify:
+        verify_files(directory, manifest)
+    return manifest
+
+
+def verify_files(directory: Path, manifest: Manifest) -> None:
+    for name, expected in manifest.files.items():
+        file = Path(directory) / name
+        if not file.is_file():
+            raise ManifestError(f"{directory}: {name} is listed in the manifest but missing")
+        if sha256_file(file) != expected:
+            raise ManifestError(f"{directory}: {name} does not match its sha256 in the manifest")

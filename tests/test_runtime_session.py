@@ -1,0 +1,81 @@
+"""Sessions: provider choice, the CUDA error, the shared registry, the IO-binding path."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+from middleware.runtime.session import (
+    CPU,
+    CUDA,
+    OnnxSession,
+    ProviderUnavailable,
+    choose_providers,
+    clear_sessions,
+    get_session,
+)
+from middleware.settings import RuntimeSettings
+
+HAS_CUDA = CUDA in ort.get_available_providers()
+
+
+@pytest.fixture
+def linear_model(tmp_path: Path) -> Path:
+    """y = x @ W + b with a dynamic batch axis, built directly with onnx.helper."""
+    rng = np.random.default_rng(0)
+    weight = numpy_helper.from_array(rng.normal(size=(4, 3)).astype(np.float32), "W")
+    bias = numpy_helper.from_array(rng.normal(size=(3,)).astype(np.float32), "b")
+    graph = helper.make_graph(
+        [helper.make_node("MatMul", ["x", "W"], ["xw"]), helper.make_node("Add", ["xw", "b"], ["y"])],
+        "linear",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 3])],
+        initializer=[weight, bias],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    path = tmp_path / "linear.onnx"
+    onnx.save(model, str(path))
+    return path
+
+
+def test_cpu_and_auto_providers() -> None:
+    assert choose_providers("cpu") == [CPU]
+    assert choose_providers("auto") == ([CUDA, CPU] if HAS_CUDA else [CPU])
+    with pytest.raises(ValueError, match="unknown runtime.provider"):
+        choose_providers("tpu")
+
+
+@pytest.mark.skipif(HAS_CUDA, reason="CUDA is available here")
+def test_cuda_without_a_gpu_fails_clearly(linear_model: Path) -> None:
+    with pytest.raises(ProviderUnavailable, match="onnxruntime-gpu") as info:
+        OnnxSession(linear_model, RuntimeSettings(provider="cuda"))
+    assert "GPU" in str(info.value) and "FACTCHECK_RUNTIME__PROVIDER=cpu" in str(info.value)
+
+
+def test_one_shared_session_per_model_and_settings(linear_model: Path) -> None:
+    clear_sessions()
+    settings = RuntimeSettings(provider="cpu", intra_op_threads=1)
+    first = get_session(linear_model, settings)
+    assert get_session(linear_model, settings) is first
+    assert get_session(linear_model, settings.model_copy(update={"intra_op_threads": 2})) is not first
+    assert first.provider == CPU and not first.io_binding  # IO binding is the CUDA path
+    clear_sessions()
+
+
+def test_io_binding_path_gives_the_same_outputs(linear_model: Path) -> None:
+    settings = RuntimeSettings(provider="cpu")
+    plain = OnnxSession(linear_model, settings)
+    bound = OnnxSession(linear_model, settings, io_binding=True)
+    x = np.random.default_rng(1).normal(size=(5, 4)).astype(np.float32)
+    expected = plain.run({"x": x})[0]
+    np.testing.assert_allclose(bound.run({"x": x})[0], expected, rtol=1e-6)
+    device_x = bound.to_device(x)  # placed once, reused across runs
+    assert isinstance(device_x, ort.OrtValue)
+    np.testing.assert_allclose(bound.run({"x": device_x})[0], expected, rtol=1e-6)
+    assert plain.to_device(x) is x
