@@ -21,10 +21,11 @@ import numpy as np
 from middleware.interfaces import Embedder, EvidenceSource
 from middleware.metrics import timed
 from middleware.pipeline.attribution import select_report, unique_passages
-from middleware.pipeline.checkworthy import assess, skipped_verdict
+from middleware.pipeline.checkworthy import skipped_verdict
 from middleware.pipeline.cqgen import QuestionGenerator
 from middleware.pipeline.decontext import Decontextualised, Decontextualiser
 from middleware.pipeline.slots import analyse
+from middleware.pipeline.stages import generate_questions, prepare_claim, verify_claim
 from middleware.pipeline.tagging import contradiction_tags, extrapolation_tags, subjective_tag
 from middleware.pipeline.verifiers.base import DetailedVerdict, Verifier
 from middleware.types import CheckContext, Edit, Mode, Passage, Question, Sentence, SentenceReport, StreamSummary, Tag
@@ -74,25 +75,18 @@ class FactChecker:
     async def check(self, sentence: Sentence, context: CheckContext) -> SentenceReport:
         timings: dict[str, float] = {}
         text = _without_code(sentence)
-        with timed("claims", timings):
-            analysis = await asyncio.to_thread(analyse, text)
-            worthiness = assess(analysis)
-        if not worthiness.checkworthy:
-            tags = [subjective_tag(sentence)] if worthiness.subjective else []
-            return self._report(sentence, skipped_verdict(worthiness), timings, tags=tags)
-        with timed("claims", timings):
-            dec = await self.parts.decontext.decontextualise(text, context.previous, context.user_message)
-            if dec.text != text:
-                await asyncio.to_thread(analyse, dec.text)
-        with timed("questions", timings):
-            questions = await self.parts.questions.generate(dec.text, context.user_message)
-        evidence = await self._research(dec.text, questions, context, timings)
-        with timed("verify", timings):
-            verdict = await self.parts.verifier.verify(dec.text, evidence)
-        tags, edits = self._tags(sentence, dec, verdict, evidence)
+        await asyncio.to_thread(analyse, text)  # the parse is the costly part; later stages hit the cache
+        claim = await prepare_claim(text, context, self.parts.decontext, timings)
+        if not claim.worthiness.checkworthy:
+            tags = [subjective_tag(sentence)] if claim.worthiness.subjective else []
+            return self._report(sentence, skipped_verdict(claim.worthiness), timings, tags=tags)
+        questions = await generate_questions(self.parts.questions, claim, context.user_message, timings)
+        evidence = await self._research(claim.text, questions, context, timings)
+        verdict = await verify_claim(self.parts.verifier, claim, evidence, None, timings)
+        tags, edits = self._tags(sentence, claim.decontext, verdict, evidence)
         corrected = None
         if context.mode is Mode.CORRECT and verdict.label == "contradictory":
-            corrected, edits = await self._correct(sentence, dec, verdict, evidence, edits, timings)
+            corrected, edits = await self._correct(sentence, verdict, evidence, edits, timings)
         quip = self.parts.portrait.quip_score(sentence.text) if self.parts.portrait is not None else None
         return self._report(sentence, verdict, timings, tags=tags, edits=edits, questions=questions,
                             evidence=evidence, corrected=corrected, quip=quip)
@@ -140,7 +134,6 @@ class FactChecker:
     async def _correct(
         self,
         sentence: Sentence,
-        dec: Decontextualised,
         verdict: DetailedVerdict,
         evidence: list[Passage],
         suggested: list[Edit],

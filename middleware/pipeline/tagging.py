@@ -1,9 +1,9 @@
 """FAVA tags and suggested edits from a verdict, in message offsets.
 
-The verifier works on the decontextualised claim; its spans are mapped back to the original
-sentence (``Decontextualised.to_original``) and then shifted by the sentence's offset in the
-message. A span whose original text differs from the verifier's slot text (it touched a
-resolved pronoun) gets a tag but no edit: replacing a pronoun by a name is not minimal."""
+Verdict spans arrive in the sentence's own offsets (``stages.verify_claim`` maps them back
+from the decontextualised claim) and are shifted by the sentence's offset in the message.
+A span over a resolved pronoun gets a tag but no edit: replacing "he" by a name is not a
+minimal correction."""
 
 from __future__ import annotations
 
@@ -18,9 +18,12 @@ from middleware.types import Edit, Passage, Sentence, Tag
 _INVENTABLE = ENTITY_LABELS - {"NORP", "LANGUAGE"}
 
 
-def _to_message(sentence: Sentence, dec: Decontextualised, span: tuple[int, int]) -> tuple[int, int]:
-    start, end = dec.to_original(span)
-    return sentence.start + start, sentence.start + end
+def _to_message(sentence: Sentence, span: tuple[int, int]) -> tuple[int, int]:
+    return sentence.start + span[0], sentence.start + span[1]
+
+
+def _touches_rewrite(dec: Decontextualised, span: tuple[int, int]) -> bool:
+    return any(r.start < span[1] and span[0] < r.end for r in dec.replacements)
 
 
 def _whole(sentence: Sentence, type_: str, evidence_id: str | None = None) -> Tag:
@@ -35,13 +38,13 @@ def contradiction_tags(
     tags: list[Tag] = []
     edits: list[Edit] = []
     for mismatch in verdict.mismatches:
-        start, end = _to_message(sentence, dec, mismatch.span)
-        original = sentence.text[start - sentence.start : end - sentence.start]
+        start, end = _to_message(sentence, mismatch.span)
+        original = mismatch.text
         passage = evidence[mismatch.evidence_index] if 0 <= mismatch.evidence_index < len(evidence) else None
         evidence_id = passage.id if passage else verdict.evidence_id
         tags.append(Tag(type=mismatch.tag, start=start, end=end, text=original,
                         replacement=mismatch.replacement, evidence_id=evidence_id))
-        if mismatch.replacement and original == mismatch.text and original != mismatch.replacement:
+        if mismatch.replacement and original != mismatch.replacement and not _touches_rewrite(dec, mismatch.span):
             edits.append(Edit(start=start, end=end, original=original, replacement=mismatch.replacement,
                               tag=mismatch.tag, evidence_id=evidence_id,
                               evidence=verdict.evidence_sentence or (passage.text if passage else None)))
@@ -71,7 +74,7 @@ def extrapolation_tags(
     if invented:
         tags = []
         for span in invented:
-            start, end = _to_message(sentence, dec, span)
+            start, end = _to_message(sentence, dec.to_original(span))
             tags.append(Tag(type="invented", start=start, end=end, text=sentence.text[start - sentence.start : end - sentence.start]))
         return tags
     return [_whole(sentence, "unverifiable")]

@@ -42,7 +42,7 @@ def build_checker(settings: Settings) -> Checker:
     """The configured checker: the fact-checking pipeline, or ``NoChecker`` for 'none'."""
     if settings.check.checker == "none":
         return NoChecker()
-    from middleware.pipeline.factory import build_pipeline_checker
+    from middleware.pipeline.assembly import build_pipeline_checker
 
     return build_pipeline_checker(settings)
 

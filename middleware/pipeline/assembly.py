@@ -1,0 +1,71 @@
+"""Assemble the proxy's default checker from settings: evidence sources, ranker, question
+generator, decontextualiser, verifier, editor and QUIP portrait. The backends themselves are
+built by name in ``middleware.pipeline.factory``; this module wires them together."""
+
+from __future__ import annotations
+
+import logging
+
+from middleware.cache import make_cache
+from middleware.evidence.source import LocalIndexSource
+from middleware.evidence.portrait import DataPortrait
+from middleware.evidence.relevance import RelevanceRanker
+from middleware.interfaces import Embedder, EvidenceSource
+from middleware.nlp import get_nlp
+from middleware.pipeline.factchecker import FactChecker, PipelineParts, SentenceEditor
+from middleware.pipeline.factory import (
+    build_decontextualiser,
+    build_question_generator,
+    build_verifier,
+    load_embedder,
+)
+from middleware.pipeline.verifiers import Verifier
+from middleware.settings import Settings
+
+log = logging.getLogger(__name__)
+
+
+def build_sources(settings: Settings, embedder: Embedder | None, cache) -> list[EvidenceSource]:
+    """The configured evidence sources in order (``context`` comes from each request)."""
+    sources: list[EvidenceSource] = []
+    if "index" in settings.evidence.providers:
+        sources.append(LocalIndexSource.from_settings(settings, embedder))
+    web = [p for p in settings.evidence.providers if p not in ("index", "context")]
+    if web:
+        from adapters.search import build_providers
+
+        sources.extend(build_providers(settings, cache=cache))
+    return sources
+
+
+def build_editor(settings: Settings, verifier: Verifier) -> SentenceEditor | None:
+    try:
+        from middleware.revise import build_editor as build_revise_editor
+    except ImportError:
+        log.warning("no editor available: correct mode reports contradictions without editing")
+        return None
+    return build_revise_editor(settings, verifier)
+
+
+def build_pipeline_checker(settings: Settings) -> FactChecker:
+    get_nlp()  # load spaCy now, not on the first sentence
+    embedder = load_embedder(settings)
+    cache = make_cache(settings)
+    verifier = build_verifier(settings, embedder=embedder)
+    parts = PipelineParts(
+        sources=build_sources(settings, embedder, cache),
+        questions=build_question_generator(settings),
+        decontext=build_decontextualiser(settings),
+        verifier=verifier,
+        ranker=RelevanceRanker.from_settings(settings, embedder, cache),
+        embedder=embedder,
+        editor=build_editor(settings, verifier),
+        portrait=DataPortrait.load(settings.evidence.index_dir) if "index" in settings.evidence.providers else None,
+        top_k=settings.evidence.top_k,
+        top_j=settings.evidence.top_j,
+        report_size=settings.pipeline.report_max_snippets,
+        context_policy=settings.evidence.context_policy,
+    )
+    log.info("fact-checking pipeline: verifier=%s cqgen=%s sources=%s", verifier.name, settings.pipeline.cqgen,
+             [s.name for s in parts.sources])
+    return FactChecker(parts)
