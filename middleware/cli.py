@@ -14,7 +14,8 @@ _COMMAND_MODULES = (
     "middleware.server.commands",  # serve, demo
     "middleware.runtime.commands",  # export, bench-runtime
     "middleware.evidence.commands",  # index, search
-    "middleware.pipeline.commands",  # verify, check, eval-verify
+    "middleware.pipeline.commands",  # verify, eval-verify
+    "middleware.pipeline.check_commands",  # check, eval-check
     "middleware.revise.commands",  # edit, eval-edit, make-edit-data, train-editor
     "middleware.training.commands",  # train-verifier
 )
