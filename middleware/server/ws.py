@@ -55,6 +55,7 @@ class _Socket:
         self.request = request
         self.ws = ws
         self.answer: asyncio.Task[None] | None = None
+        self.closing = False
         self._send_lock = asyncio.Lock()
 
     async def send(self, message: dict[str, Any]) -> None:
@@ -90,7 +91,7 @@ class _Socket:
         try:
             error = await self._stream_or_error(body)
         except asyncio.CancelledError:
-            if self.ws.closed:
+            if self.closing or self.ws.closed:
                 raise
             # Cancelled by the client's "cancel": the answer ends like any other.
             asyncio.current_task().uncancel()  # type: ignore[union-attr]
@@ -183,6 +184,7 @@ async def chat_socket(request: web.Request) -> web.WebSocketResponse:
                 await socket.send(error_body("send JSON text messages", code="invalid_message"))
     finally:
         # The client went away (or the server is shutting down): stop the upstream and the checks.
+        socket.closing = True
         await socket.cancel()
         log.debug("websocket closed; answer in progress cancelled")
     return ws
