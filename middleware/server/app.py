@@ -113,7 +113,8 @@ async def _error_middleware(request: web.Request, handler: Handler) -> web.Strea
         if exc.status < 400:
             raise
         REQUEST_ERRORS.labels(status=str(exc.status)).inc()
-        return web.json_response(error_body(exc.reason, code=str(exc.status)), status=exc.status)
+        allow = {"Allow": exc.headers["Allow"]} if "Allow" in exc.headers else None  # 405 must list methods
+        return web.json_response(error_body(exc.reason, code=str(exc.status)), status=exc.status, headers=allow)
 
 
 class RateLimiter:

@@ -29,6 +29,20 @@ _ERROR = {
 }
 
 
+# OpenAPI 3.1 has the schema of an event stream describe one event.
+_SSE_EVENT = {
+    "type": "object",
+    "required": ["data"],
+    "properties": {
+        "data": {"type": "string", "description": "a chat.completion.chunk as JSON (extension chunks add a top-level "
+                 "'factcheck' object), an error object, or [DONE]"},
+        "event": {"type": "string"},
+        "id": {"type": "string"},
+        "retry": {"type": "integer"},
+    },
+}
+
+
 def _error_response(description: str) -> dict[str, Any]:
     return {"description": description, "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}
 
@@ -68,7 +82,7 @@ def openapi_document() -> dict[str, Any]:
                     "responses": {
                         "200": {"description": "a chat completion (JSON) or a stream of chunks (SSE)",
                                 "content": {"application/json": {"schema": {"type": "object"}},
-                                            "text/event-stream": {"schema": {"type": "string"}}}},
+                                            "text/event-stream": {"schema": _SSE_EVENT}}},
                         **chat_errors,
                     },
                 }

@@ -73,6 +73,8 @@ def parse_chat_request(raw: bytes, max_messages: int) -> tuple[ChatRequest, dict
         body = json.loads(raw)
     except ValueError as exc:
         raise RequestError(f"request body is not valid JSON: {exc}", code="invalid_json") from exc
+    except RecursionError as exc:  # a few KB of '[' would otherwise be a 500
+        raise RequestError("request body is nested too deeply", code="invalid_json") from exc
     if not isinstance(body, dict):
         raise RequestError("request body must be a JSON object", code="invalid_request")
     if isinstance(body.get("messages"), list) and len(body["messages"]) > max_messages:
