@@ -1,0 +1,297 @@
+"""Property tests (hypothesis) of what reads untrusted input: the SSE parser (upstream
+bytes), the request schema (client bodies), and the segmenter as the stream drives it
+(segmenter-only properties are in test_segmenter.py)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+import aiohttp
+import pytest
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
+
+from middleware.checking import CheckRunner
+from middleware.errors import RequestError
+from middleware.segmenter import segment_text
+from middleware.server.chat import apply_corrections
+from middleware.server.protocol import parse_chat_request, resolve_mode
+from middleware.settings import CheckSettings
+from middleware.sse import SSEEvent, SSEParser, encode_event
+from middleware.stream import ChatStream
+from middleware.types import CheckContext, Mode, SentenceReport
+from tests.doubles import ScriptedChecker
+from tests.test_segmenter import markdownish, split_at
+
+FUZZ = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+STREAMED = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+def split_bytes(blob: bytes, cuts: list[int]) -> list[bytes]:
+    bounds = [0, *sorted(set(cuts)), len(blob)]
+    return [blob[a:b] for a, b in zip(bounds, bounds[1:]) if b > a]
+
+
+# --- SSE parser ----------------------------------------------------------------------------
+
+_VALUE = st.text(alphabet=st.characters(exclude_characters="\r\n", exclude_categories=["Cs"]), max_size=24)
+_LINE = st.one_of(
+    st.tuples(st.just("data"), _VALUE),
+    st.tuples(st.just("event"), _VALUE),
+    st.tuples(st.just("id"), _VALUE),
+    st.tuples(st.just(""), _VALUE),  # a comment
+)
+
+
+@st.composite
+def sse_event(draw: st.DrawFn) -> tuple[bytes, str | None, str | None]:
+    """One well-formed event: its bytes, its expected data and event name. One line ending
+    per event, so a CR is never followed by an LF that belongs to another ending."""
+    lines = draw(st.lists(_LINE, min_size=1, max_size=5))
+    end = draw(st.sampled_from(["\n", "\r\n", "\r"]))
+    spaced = draw(st.booleans())
+    text = "".join((f":{v}" if f == "" else f"{f}:{' ' if spaced else ''}{v}") + end for f, v in lines) + end
+
+    def value(v: str) -> str:  # a single space after the colon is not part of the value
+        return v if spaced else v.removeprefix(" ")
+
+    data = [value(v) for f, v in lines if f == "data"]
+    names = [value(v) for f, v in lines if f == "event"]
+    return text.encode(), ("\n".join(data) if data else None), (names[-1] if names else None)
+
+
+sse_stream = st.lists(sse_event(), min_size=1, max_size=8)
+
+
+def parse_all(chunks: list[bytes], parser: SSEParser | None = None) -> list[SSEEvent]:
+    parser = parser or SSEParser()
+    events: list[SSEEvent] = []
+    for chunk in chunks:
+        events += parser.feed(chunk)
+    return events + parser.flush()
+
+
+@FUZZ
+@given(stream=sse_stream)
+def test_sse_events_decode_as_written(stream):
+    blob = b"".join(raw for raw, _, _ in stream)
+    events = parse_all([blob])
+    assert [(e.raw, e.data, e.event) for e in events] == list(stream)
+    assert b"".join(e.raw for e in events) == blob  # raw bytes round-trip
+
+
+@FUZZ
+@given(stream=sse_stream, data=st.data())
+def test_sse_any_byte_split_gives_the_same_events(stream, data):
+    blob = b"".join(raw for raw, _, _ in stream)
+    cuts = data.draw(st.lists(st.integers(0, len(blob)), max_size=24))
+    whole = parse_all([blob])
+    assert parse_all(split_bytes(blob, cuts)) == whole
+    assert parse_all([bytes([b]) for b in blob]) == whole
+
+
+@FUZZ
+@given(blob=st.binary(max_size=600), data=st.data())
+@example(blob=b"data: x\r", data=None)
+@example(blob=b"\r\n\r\n\r\r\n\n", data=None)
+def test_sse_arbitrary_bytes_never_raise_and_keep_every_byte(blob, data):
+    cuts = data.draw(st.lists(st.integers(0, len(blob)), max_size=24)) if data is not None else []
+    events = parse_all(split_bytes(blob, cuts))
+    joined = b"".join(e.raw for e in events)
+    assert blob.startswith(joined) and not blob[len(joined):].strip()  # only trailing blank bytes dropped
+    for event in events:
+        assert event.data is None or isinstance(event.data, str)
+
+
+@FUZZ
+@given(blob=st.binary(min_size=1, max_size=400), data=st.data())
+def test_sse_size_limit_is_the_only_error(blob, data):
+    parser = SSEParser(max_event_bytes=64)
+    try:
+        parse_all(split_bytes(blob, data.draw(st.lists(st.integers(0, len(blob)), max_size=8))), parser)
+    except ValueError as exc:
+        assert "larger than 64 bytes" in str(exc)
+
+
+# --- request schema --------------------------------------------------------------------------
+
+json_value = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=10),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+    max_leaves=16,
+)
+_MODES = st.sampled_from(["off", "annotate", "correct"])
+message = st.fixed_dictionaries(
+    {"role": st.sampled_from(["system", "user", "assistant", "tool"])},
+    optional={
+        "content": st.one_of(st.none(), st.text(max_size=40),
+                             st.lists(st.fixed_dictionaries({"type": st.just("text"), "text": st.text(max_size=20)}),
+                                      max_size=3)),
+        "name": st.text(max_size=8),
+    },
+)
+factcheck = st.one_of(
+    _MODES,
+    st.fixed_dictionaries({}, optional={
+        "mode": _MODES,
+        "context": st.lists(st.one_of(st.text(max_size=20), st.fixed_dictionaries({"text": st.text(max_size=20)})),
+                            max_size=2),
+        "context_policy": st.sampled_from(["only", "first", "among"]),
+        "memory_check": st.booleans(),
+    }),
+)
+_RESERVED = {"model", "messages", "stream", "factcheck"}
+extras = st.dictionaries(st.text(max_size=12).filter(lambda k: k not in _RESERVED), json_value, max_size=4)
+
+
+@st.composite
+def valid_request(draw: st.DrawFn) -> dict[str, Any]:
+    body = {"messages": draw(st.lists(message, min_size=1, max_size=4)), **draw(extras)}
+    if draw(st.booleans()):
+        body["model"] = draw(st.text(max_size=12))
+    if draw(st.booleans()):
+        body["stream"] = draw(st.booleans())
+    if draw(st.booleans()):
+        body["factcheck"] = draw(factcheck)
+    return body
+
+
+hostile_request = st.one_of(
+    json_value,
+    st.dictionaries(st.sampled_from(sorted(_RESERVED)) | st.text(max_size=6), json_value, max_size=5),
+    valid_request().flatmap(lambda b: st.fixed_dictionaries({k: st.one_of(st.just(v), json_value) for k, v in b.items()})),
+)
+
+
+@FUZZ
+@given(body=hostile_request)
+def test_request_parsing_raises_only_request_errors(body):
+    try:
+        request, forward = parse_chat_request(json.dumps(body).encode(), max_messages=3)
+    except RequestError as exc:
+        assert 400 <= exc.status < 500 and str(exc)
+        assert set(exc.body()["error"]) == {"message", "type", "param", "code"}
+        return
+    assert "factcheck" not in forward and request.messages
+
+
+@FUZZ
+@given(raw=st.binary(max_size=200))
+def test_request_parsing_of_arbitrary_bytes(raw):
+    try:
+        parse_chat_request(raw, max_messages=256)
+    except RequestError:
+        pass
+
+
+@FUZZ
+@given(body=valid_request(), header=st.none() | _MODES)
+def test_valid_requests_forward_every_other_field_unchanged(body, header):
+    request, forward = parse_chat_request(json.dumps(body).encode(), max_messages=256)
+    assert forward == {k: v for k, v in body.items() if k != "factcheck"}
+    assert json.loads(json.dumps(forward)) == forward
+    mode = resolve_mode(request, header, Mode.ANNOTATE)
+    fc = body.get("factcheck")
+    named = fc if isinstance(fc, str) else (fc or {}).get("mode")
+    assert mode is Mode(named or header or "annotate")
+
+
+@pytest.mark.parametrize("depth", [1_000, 5_000, 200_000])
+def test_deeply_nested_body_is_a_request_error(depth):
+    with pytest.raises(RequestError) as info:
+        parse_chat_request(b'{"messages": [{"role": "user", "content": "q"}], "x": ' + b"[" * depth + b"]" * depth + b"}", 256)
+    assert info.value.status == 400
+
+
+async def test_deeply_nested_bodies_never_get_a_5xx(make_proxy):
+    proxy = await make_proxy()
+    async with aiohttp.ClientSession() as session:
+        for depth in (200, 800, 900, 950, 970, 990, 1_000, 1_100, 50_000):
+            nested = b"[" * depth + b"]" * depth
+            for raw in (b'{"messages": [{"role": "user", "content": "q"}], "mock": {"text": "Hi."}, "x": ' + nested + b"}",
+                        b'{"messages": [{"role": "user", "content": ' + nested + b"}]}"):
+                async with session.post(f"{proxy.url}/chat/completions", data=raw,
+                                        headers={"Content-Type": "application/json"}) as response:
+                    assert response.status < 500, (depth, await response.text())
+
+
+# --- the segmenter as the stream drives it ----------------------------------------------------
+
+
+def upstream_events(deltas: list[str]) -> list[SSEEvent]:
+    head = {"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 0, "model": "m"}
+    chunks = [{**head, "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}]}]
+    chunks += [{**head, "choices": [{"index": 0, "delta": {"content": d}, "finish_reason": None}]} for d in deltas]
+    chunks.append({**head, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
+    return SSEParser().feed(b"".join(encode_event(c) for c in chunks) + b"data: [DONE]\n\n")
+
+
+async def _iterate(events: list[SSEEvent]) -> AsyncIterator[SSEEvent]:
+    for event in events:
+        yield event
+
+
+def run_stream(deltas: list[str], mode: Mode, fixes: dict[str, str] | None = None) -> tuple[str, list[Any]]:
+    """Content the client receives and its factcheck objects, in order."""
+
+    async def go() -> list[Any]:
+        runner = CheckRunner(ScriptedChecker(fixes), CheckSettings(sentence_budget_s=30))
+        stream = ChatStream(_iterate(upstream_events(deltas)), mode, runner.for_stream(), CheckContext(mode=mode),
+                            runner.summarize)
+        return [out async for out in stream.run()]
+
+    content, factcheck = [], []
+    for out in asyncio.run(go()):
+        raw = out.sse()
+        if raw == b"data: [DONE]\n\n":
+            factcheck.append("DONE")
+            continue
+        chunk = json.loads(raw.decode()[len("data: "):])
+        for choice in chunk.get("choices") or []:
+            piece = (choice.get("delta") or {}).get("content") or ""
+            content.append(piece)
+            if piece:
+                factcheck.append(("content", len("".join(content))))
+        if "factcheck" in chunk:
+            factcheck.append(chunk["factcheck"])
+    return "".join(content), factcheck
+
+
+def expected_sentences(text: str) -> list[tuple[int, int, str]]:
+    return [(s.start, s.end, s.text) for s in segment_text(text) if s.checkable]
+
+
+streamed_text = st.one_of(markdownish, st.text(max_size=120))
+
+
+@STREAMED
+@given(text=streamed_text, data=st.data(), mode=st.sampled_from([Mode.ANNOTATE, Mode.CORRECT]))
+def test_stream_checks_the_same_sentences_for_any_split(text, data, mode):
+    deltas = split_at(text, data.draw(st.lists(st.integers(0, len(text)), max_size=20)))
+    content, items = run_stream(deltas, mode)
+    assert content == text
+    reports = [i["report"] for i in items if isinstance(i, dict) and i["type"] == "sentence"]
+    got = sorted((r["start"], r["end"], r["text"]) for r in reports)
+    assert got == expected_sentences(text)
+    assert items[-1] == "DONE" and items[-2]["type"] == "summary" and items[-2]["summary"]["sentences"] == len(got)
+    if mode is Mode.CORRECT:  # reports in sentence order, each after its sentence's text
+        assert [r["index"] for r in reports] == sorted(r["index"] for r in reports)
+        for position, item in enumerate(items):
+            if isinstance(item, dict) and item["type"] == "sentence":
+                sent = max((n for kind, n in (i for i in items[:position] if isinstance(i, tuple))), default=0)
+                assert sent >= item["report"]["end"]
+
+
+@STREAMED
+@given(text=markdownish, data=st.data())
+def test_streamed_corrections_equal_the_whole_text_corrections(text, data):
+    deltas = split_at(text, data.draw(st.lists(st.integers(0, len(text)), max_size=20)))
+    fixes = {"the": "THE", "1990": "1991"}
+    content, items = run_stream(deltas, Mode.CORRECT, fixes)
+    reports = [SentenceReport.model_validate(i["report"]) for i in items if isinstance(i, dict) and i["type"] == "sentence"]
+    assert content == apply_corrections(text, reports)
+    for report in reports:
+        assert text[report.start:report.end] == report.text  # reports keep the original text and offsets
