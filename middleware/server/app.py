@@ -35,7 +35,9 @@ from middleware.settings import Settings
 log = logging.getLogger(__name__)
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
-_OPEN_PATHS = frozenset({"/healthz", "/metrics", "/openapi.json"})
+# Open without a proxy key: health, metrics, the API description and the UI's static files
+# (the UI's websocket still needs the key, passed as ?api_key= since browsers cannot set headers).
+_OPEN_PATHS = frozenset({"/healthz", "/metrics", "/openapi.json", "/", "/ui/app.js", "/ui/style.css"})
 
 
 def build_checker(settings: Settings) -> Checker:
@@ -147,7 +149,10 @@ def _auth_middleware(settings: Settings) -> Callable[..., Awaitable[web.StreamRe
     async def check_key(request: web.Request, handler: Handler) -> web.StreamResponse:
         if not keys or request.path in _OPEN_PATHS:
             return await handler(request)
-        presented = request.headers.get("Authorization", "").removeprefix("Bearer ").strip().encode()
+        presented = request.headers.get("Authorization", "").removeprefix("Bearer ").strip()
+        if not presented and request.path == "/v1/ws":
+            presented = request.query.get("api_key", "")
+        presented = presented.encode()
         matched = -1
         for index, key in enumerate(keys):  # no early exit: every key is compared
             if hmac.compare_digest(presented, key):
