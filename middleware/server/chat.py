@@ -6,6 +6,8 @@ import asyncio
 import json
 import logging
 import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 from aiohttp import web
@@ -67,35 +69,46 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
     return await _complete(request, chat, forward, mode)
 
 
-async def _stream(
+@asynccontextmanager
+async def open_chat_stream(
     request: web.Request, chat: ChatRequest, forward: dict[str, Any], mode: Mode, started: float
-) -> web.StreamResponse:
-    upstream = request.app[UPSTREAM_KEY]
+) -> AsyncIterator[ChatStream]:
+    """Open the upstream stream and wrap it in a ``ChatStream``; on exit close the upstream
+    and record the stream bookkeeping (active streams, added latency). Shared by the SSE
+    endpoint and the websocket. Upstream errors before the stream propagate (status + body)."""
     runner = request.app[RUNNER_KEY]
-    stream = await upstream.open_stream(forward, upstream_headers(request))  # errors before the stream: status + body
-    response = web.StreamResponse(
-        headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache", "X-Factcheck-Mode": mode.value}
-    )
-    ACTIVE_STREAMS.inc()
+    stream = await request.app[UPSTREAM_KEY].open_stream(forward, upstream_headers(request))
     counter = request.app[STREAMS_KEY]
+    ACTIVE_STREAMS.inc()
     counter.active += 1
     chat_stream = ChatStream(
         stream.events(), mode, runner.for_stream(), check_context(chat, mode), runner.summarize, started
     )
     try:
-        await response.prepare(request)
-        async for out in chat_stream.run():
-            await response.write(out.sse())
-        await response.write_eof()
-    except (ConnectionResetError, asyncio.CancelledError):
-        log.info("client went away; upstream request and checks cancelled")
-        raise
+        yield chat_stream
     finally:
         stream.close()
         ACTIVE_STREAMS.dec()
         counter.active -= 1
         if chat_stream.state.upstream_done_at is not None:
             ADDED_LATENCY.labels(mode=mode.value).observe(time.perf_counter() - chat_stream.state.upstream_done_at)
+
+
+async def _stream(
+    request: web.Request, chat: ChatRequest, forward: dict[str, Any], mode: Mode, started: float
+) -> web.StreamResponse:
+    response = web.StreamResponse(
+        headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache", "X-Factcheck-Mode": mode.value}
+    )
+    async with open_chat_stream(request, chat, forward, mode, started) as chat_stream:
+        try:
+            await response.prepare(request)
+            async for out in chat_stream.run():
+                await response.write(out.sse())
+            await response.write_eof()
+        except (ConnectionResetError, asyncio.CancelledError):
+            log.info("client went away; upstream request and checks cancelled")
+            raise
     return response
 
 

@@ -26,18 +26,11 @@ from typing import Any
 from aiohttp import WSMsgType, web
 
 from middleware.errors import RequestError, UpstreamError, error_body
-from middleware.metrics import ACTIVE_STREAMS, ADDED_LATENCY, REQUEST_ERRORS, REQUESTS, UPSTREAM_ERRORS
-from middleware.server.chat import (
-    RUNNER_KEY,
-    SETTINGS_KEY,
-    STREAMS_KEY,
-    UPSTREAM_KEY,
-    check_context,
-    upstream_headers,
-)
+from middleware.metrics import REQUEST_ERRORS, REQUESTS, UPSTREAM_ERRORS
+from middleware.server.chat import SETTINGS_KEY, STREAMS_KEY, open_chat_stream
 from middleware.server.protocol import parse_chat_request, resolve_mode
 from middleware.sse import SSEParser
-from middleware.stream import ChatStream, Out
+from middleware.stream import Out
 
 log = logging.getLogger(__name__)
 
@@ -132,24 +125,11 @@ class _Socket:
         if counter.active >= settings.server.max_concurrent_streams:
             raise RequestError("too many concurrent streams; retry shortly", status=429, code="too_many_streams")
         REQUESTS.labels(mode=mode.value, stream="true").inc()
-        runner = app[RUNNER_KEY]
-        stream = await app[UPSTREAM_KEY].open_stream(forward, upstream_headers(self.request))
-        ACTIVE_STREAMS.inc()
-        counter.active += 1
-        chat_stream = ChatStream(
-            stream.events(), mode, runner.for_stream(), check_context(chat, mode), runner.summarize, started
-        )
-        try:
+        async with open_chat_stream(self.request, chat, forward, mode, started) as chat_stream:
             await self.send({"type": "start", "mode": mode.value})
             async for out in chat_stream.run():
                 for message in messages_of(out):
                     await self.send(message)
-        finally:
-            stream.close()
-            ACTIVE_STREAMS.dec()
-            counter.active -= 1
-            if chat_stream.state.upstream_done_at is not None:
-                ADDED_LATENCY.labels(mode=mode.value).observe(time.perf_counter() - chat_stream.state.upstream_done_at)
 
 
 def messages_of(out: Out) -> list[dict[str, Any]]:
