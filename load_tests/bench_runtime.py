@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import random
 import resource
 import statistics
@@ -57,6 +58,14 @@ def _rss_mb() -> float:
 
 
 def _peak_rss_mb() -> float:
+    """This process's high-water RSS. /proc's VmHWM restarts at exec; ru_maxrss would carry
+    the coordinator's peak (it imported torch to export) into every worker."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
 
 
@@ -210,7 +219,9 @@ def _table(cells: dict[tuple[str, int], list[dict[str, float]]], memory: dict[st
     def med(name: str, c: int, key: str) -> float:
         return statistics.median(x[key] for x in cells[(name, c)])
 
-    lines = [f"Embeddings of one sentence per request; medians over {rounds} rounds of {seconds:g} s per cell.", "",
+    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+    lines = [f"Embeddings of one sentence per request; medians over {rounds} rounds of {seconds:g} s per cell; "
+             f"{os.cpu_count()} CPUs, load average at the end {load}.", "",
              "| system | concurrency | embeddings/s | p50 ms | p99 ms | x PyTorch (median of per-round ratios) |",
              "|---|---:|---:|---:|---:|---:|"]
     for c in concurrencies:
@@ -219,7 +230,7 @@ def _table(cells: dict[tuple[str, int], list[dict[str, float]]], memory: dict[st
             ratios = [x["rate"] / b["rate"] for x, b in zip(cells[(name, c)], base, strict=True)]
             lines.append(f"| {label} | {c} | {med(name, c, 'rate'):.1f} | {med(name, c, 'p50'):.1f} | "
                          f"{med(name, c, 'p99'):.1f} | {statistics.median(ratios):.2f} |")
-    lines += ["", "| system | RSS before load MB | RSS loaded MB | model load MB | peak RSS MB |",
+    lines += ["", "| system | RSS before imports MB | RSS loaded MB | imports + model MB | peak RSS MB |",
               "|---|---:|---:|---:|---:|"]
     for name, label in SYSTEMS.items():
         m = memory[name]

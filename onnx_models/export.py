@@ -13,6 +13,8 @@ Graph contracts (what the runtime feeds and reads):
            decoder (decoder_input_ids, encoder_hidden_states, encoder_attention_mask) -> logits
            [batch, dec_seq, vocab]. No KV cache; the encoder length is free, so the encoder states
            of several inputs may be concatenated (fusion-in-decoder) before decoding.
+Encoder graphs of BERT-family models also get onnxruntime's transformer fusions (fused
+attention and layer norms), kept only when they reproduce the plain graph's outputs.
 """
 
 from __future__ import annotations
@@ -20,8 +22,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import shutil
-import tempfile
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
@@ -29,17 +29,13 @@ from typing import Any
 
 import torch
 
-from onnx_models.manifest import TASKS, Manifest, checksum_files, is_export_dir
+from onnx_models.manifest import TASKS, Manifest, checksum_files, is_export_dir, read_manifest
+from onnx_models.quantize import apply_int8, building, quantize_export
 from onnx_models.sources import packaged_checkpoint
 
 log = logging.getLogger(__name__)
 
 DEFAULT_OPSET = 17
-QUANTIZED_ROLES = ("model", "decoder")
-"""Graphs that int8 quantises. A T5 encoder's activation outliers survive per-tensor dynamic
-quantisation badly (first-token argmax kept on ~70% of inputs in our tests, against ~98% for
-the decoder alone), and the decoder is where generation spends its time, so the encoder stays
-fp32."""
 FUSION_ATOL = 1e-4
 ENCODER_INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 _ST_MODULES_OK = {"Transformer", "Pooling", "Normalize"}
@@ -64,55 +60,34 @@ def export_model(
 
     ``labels`` renames the classifier's output columns (nli/rerank), in output order; by default
     they come from the checkpoint's ``id2label``. ``quantize='int8'`` applies onnxruntime's
-    dynamic int8 quantisation to every graph. The directory appears atomically: it is built
-    beside ``out`` and renamed into place."""
+    dynamic int8 quantisation (see ``onnx_models.quantize``). An fp32 export directory as
+    ``source`` with ``quantize='int8'`` is quantised without re-exporting. The directory
+    appears atomically: it is built beside ``out`` and renamed into place."""
     if task not in TASKS:
         raise ValueError(f"unknown task {task!r}; expected one of {TASKS}")
     quantization = _quantization(quantize)
-    out = Path(out)
+    if is_export_dir(Path(source)):
+        return _requantize(Path(source), task, out, quantization)
     source_str = str(source)
     checkpoint: str | Path = packaged_checkpoint(source_str) or source
-    out.parent.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
-    try:
+    with building(Path(out)) as work:
         manifest = _export_into(work, checkpoint, task, max_length, labels, opset)
         if quantization == "int8":
-            manifest.quantized_graphs = [role for role in manifest.graphs if role in QUANTIZED_ROLES]
-            for role in manifest.quantized_graphs:
-                quantize_int8(work / manifest.graphs[role])
+            apply_int8(work, manifest)
         manifest.source = source_str
-        manifest.quantization = quantization
         manifest.files = checksum_files(work)
         manifest.write(work)
-        _move_into_place(work, out)
-    except BaseException:
-        shutil.rmtree(work, ignore_errors=True)
-        raise
     log.info("exported %s (%s, %s) to %s", source_str, task, quantization, out)
-    return out
+    return Path(out)
 
 
-def quantize_int8(graph: Path) -> None:
-    """Replace ``graph`` by its dynamically int8-quantised version (weights int8, activations
-    quantised per batch at run time). Shape inference first, as onnxruntime recommends."""
-    from onnxruntime.quantization import QuantType, quantize_dynamic
-    from onnxruntime.quantization.shape_inference import quant_pre_process
-
-    prepared = graph.with_suffix(".pre.onnx")
-    quantized = graph.with_suffix(".int8.onnx")
-    try:
-        quant_pre_process(str(graph), str(prepared), skip_symbolic_shape=True)
-        quantize_dynamic(
-            str(prepared),
-            str(quantized),
-            weight_type=QuantType.QInt8,
-            per_channel=True,  # per-tensor weights cost MiniLM ~0.05 of cosine to its fp32 self
-            extra_options={"DefaultTensorType": 1},  # FLOAT, for outputs of fused contrib ops
-        )
-        os.replace(quantized, graph)
-    finally:
-        prepared.unlink(missing_ok=True)
-        quantized.unlink(missing_ok=True)
+def _requantize(source: Path, task: str, out: Path, quantization: str) -> Path:
+    manifest = read_manifest(source)
+    if manifest.task != task:
+        raise ValueError(f"{source} holds a {manifest.task} model, not {task}")
+    if quantization != "int8":
+        raise ValueError(f"{source} is already exported; only --quantize int8 can be applied to it")
+    return quantize_export(source, Path(out))
 
 
 def fuse_encoder(graph: Path, config: Any, feeds: dict[str, Any]) -> bool:
@@ -152,16 +127,6 @@ def _quantization(quantize: str | None) -> str:
     if quantize == "int8":
         return "int8"
     raise ValueError(f"unknown quantisation {quantize!r}; expected 'int8' or none")
-
-
-def _move_into_place(work: Path, out: Path) -> None:
-    if out.exists():
-        if out.is_dir() and (is_export_dir(out) or not any(out.iterdir())):
-            shutil.rmtree(out)
-        else:
-            raise FileExistsError(f"{out} exists and is not an exported model directory; not overwriting")
-    work.chmod(0o755)  # mkdtemp makes it private
-    os.replace(work, out)
 
 
 def _export_into(

@@ -108,12 +108,14 @@ def checkpoints(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 @pytest.fixture(scope="module")
 def exports(checkpoints: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """fp32 exports of each checkpoint; int8 straight from the checkpoint for nli and seq2seq,
+    and from the fp32 export (no re-export) for embed and rerank."""
     root = tmp_path_factory.mktemp("onnx")
     out = {}
     for task, path in checkpoints.items():
-        for quant in (None, "int8"):
-            key = f"{task}-{quant or 'fp32'}"
-            out[key] = export_model(path, task, root / key, quantize=quant, max_length=64)
+        out[f"{task}-fp32"] = export_model(path, task, root / f"{task}-fp32", max_length=64)
+        source = path if task in ("nli", "seq2seq") else out[f"{task}-fp32"]
+        out[f"{task}-int8"] = export_model(source, task, root / f"{task}-int8", quantize="int8", max_length=64)
     return out
 
 
@@ -142,6 +144,16 @@ def test_manifest_describes_the_export(exports: dict[str, Path]) -> None:
     assert read_manifest(exports["embed-fp32"]).fused  # BERT: onnxruntime's attention fusions apply
     assert nli.quantized_graphs == ["model"]
     assert read_manifest(exports["rerank-fp32"]).labels == ["LABEL_0"]
+
+
+def test_int8_from_an_fp32_export(checkpoints: dict[str, Path], exports: dict[str, Path], tmp_path: Path) -> None:
+    derived = read_manifest(exports["rerank-int8"])
+    assert derived.quantization == "int8" and derived.source == str(checkpoints["rerank"])
+    assert derived.files["tokenizer.json"] == read_manifest(exports["rerank-fp32"]).files["tokenizer.json"]
+    with pytest.raises(ValueError, match="already quantised"):
+        export_model(exports["rerank-int8"], "rerank", tmp_path / "again", quantize="int8")
+    with pytest.raises(ValueError, match="only --quantize int8"):
+        export_model(exports["rerank-fp32"], "rerank", tmp_path / "again")
 
 
 def test_damaged_file_fails_verification(exports: dict[str, Path], tmp_path: Path) -> None:
@@ -347,6 +359,22 @@ def test_resolver_exports_a_checkpoint_once_and_reuses_it(checkpoints: dict[str,
     assert again == first and read_manifest(again).files["model.onnx"] == sha256_file(again / "model.onnx")
 
 
+def test_resolver_quantises_a_cached_fp32_export_without_torch(
+    checkpoints: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import onnx_models.export
+
+    settings = settings_for(tmp_path).model_copy(update={"pair_quantize": "none"})
+    plain = resolve_model(str(checkpoints["nli"]), "nli", settings)
+
+    def no_export(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the int8 model should come from the cached fp32 export")
+
+    monkeypatch.setattr(onnx_models.export, "export_model", no_export)
+    int8 = resolve_model(str(checkpoints["nli"]), "nli", settings, quantize="int8")
+    assert int8 != plain and read_manifest(int8).quantization == "int8"
+
+
 def test_cache_key_separates_task_quantisation_and_retrained_checkpoints(
     checkpoints: dict[str, Path], tmp_path: Path
 ) -> None:
@@ -378,3 +406,24 @@ def test_bundled_spec_points_into_the_package(tmp_path: Path) -> None:
             resolve_model("bundled", "nli", settings_for(tmp_path))
     with pytest.raises(ValueError, match="no bundled model"):
         resolve_model("bundled", "seq2seq", settings_for(tmp_path))
+
+
+def test_export_command_writes_an_export(checkpoints: dict[str, Path], tmp_path: Path) -> None:
+    import typer
+    from typer.testing import CliRunner
+
+    from middleware.runtime.commands import register
+
+    app = typer.Typer()
+    app.callback()(lambda: None)  # keep subcommands as subcommands
+    register(app)
+    out = tmp_path / "cli-export"
+    result = CliRunner().invoke(app, ["export", "--model", str(checkpoints["nli"]), "--task", "nli",
+                                      "--quantize", "int8", "--out", str(out), "--max-length", "32",
+                                      "--labels", "attributable,extrapolatory,contradictory"])
+    assert result.exit_code == 0, result.output
+    manifest = read_manifest(out)
+    assert manifest.quantization == "int8" and manifest.max_length == 32
+    assert manifest.labels == ["attributable", "extrapolatory", "contradictory"]
+    bad = CliRunner().invoke(app, ["export", "--model", "x", "--task", "classify"])
+    assert bad.exit_code != 0 and "expected one of" in bad.output

@@ -8,7 +8,8 @@ A spec is one of:
 - a hub id (downloaded by transformers; needs network access).
 The last three are exported into ``settings.models_dir`` under a key made of the spec, the
 task, the quantisation and, for local checkpoints, the files' sizes and times, so a
-retrained checkpoint is exported again. Exports need the ``train`` extra (torch).
+retrained checkpoint is exported again. Exports need the ``train`` extra (torch); an int8
+variant of a cached fp32 export is made from it with onnxruntime alone.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from pathlib import Path
 
 from middleware.settings import RuntimeSettings
 from onnx_models.manifest import TASKS, ManifestError, is_export_dir, read_manifest
+from onnx_models.quantize import quantize_export
 from onnx_models.sources import bundled_export, packaged_checkpoint
 
 log = logging.getLogger(__name__)
@@ -53,6 +55,10 @@ def resolve_model(spec: str, task: str, settings: RuntimeSettings, quantize: str
     with _export_lock(target):
         if _usable(target, task, settings):
             return target
+        plain = cache_dir(spec, task, "none", settings)
+        if quantization == "int8" and _usable(plain, task, settings):
+            log.info("quantising the cached fp32 export %s into %s", plain, target)
+            return quantize_export(plain, target)
         from onnx_models.export import export_model  # torch is imported only to export
 
         log.info("exporting %s for %s (%s) into %s; this happens once", spec, task, quantization, target)
