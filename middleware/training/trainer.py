@@ -160,7 +160,8 @@ def train(config: TrainConfig, train_pairs: Sequence[Pair], dev_pairs: Sequence[
     batches = Batches(ids, types, [p.label for p in train_pairs], config.batch_size,
                       tokenizer.pad_token_id, random.Random(config.seed), config.bucket_span)
     steps_per_epoch = math.ceil(len(ids) / config.batch_size)
-    horizon = [max(1, int(config.epochs * steps_per_epoch))]
+    planned = max(1, int(config.epochs * steps_per_epoch))
+    horizon = [planned]
     params = [p for p in model.parameters() if p.requires_grad]
     decay = [p for n, p in model.named_parameters() if p.requires_grad and p.ndim > 1]
     no_decay = [p for n, p in model.named_parameters() if p.requires_grad and p.ndim <= 1]
@@ -188,11 +189,10 @@ def train(config: TrainConfig, train_pairs: Sequence[Pair], dev_pairs: Sequence[
             optimizer.zero_grad(set_to_none=True)
             step += 1
             seen += len(index)
-            if step == 30:  # re-plan the LR schedule to what fits in the time budget
-                rate = step / (time.monotonic() - train_started)
-                fit = int(rate * (budget_s - (time.monotonic() - started)) * 0.9)
-                horizon[0] = max(step + 1, min(horizon[0], fit))
-                log.info("%.2f steps/s: schedule horizon %d steps", rate, horizon[0])
+            if step == 30 or step % config.eval_every == 0:  # fit the LR schedule to the time budget
+                horizon[0] = _replan(step, planned, time.monotonic() - train_started,
+                                     budget_s - (time.monotonic() - started))
+                meta["schedule_horizon"].append({"step": step, "horizon": horizon[0]})
             if step % 20 == 0:
                 log.info("step %d loss %.4f lr %.2e pairs/s %.1f", step, loss.item(), scheduler.get_last_lr()[0],
                          seen / (time.monotonic() - train_started))
@@ -223,6 +223,17 @@ def train(config: TrainConfig, train_pairs: Sequence[Pair], dev_pairs: Sequence[
     meta["train_seconds"] = round(time.monotonic() - started, 1)
     _write_meta(config.out, meta)
     return meta
+
+
+def _replan(step: int, planned: int, elapsed_s: float, remaining_s: float) -> int:
+    """Steps the LR schedule should end at: the planned epochs, or fewer when the measured
+    rate (evaluations included) will not reach them within the time budget. A loaded machine
+    shortens the schedule, so a budgeted run depends on machine load."""
+    rate = step / max(elapsed_s, 1e-6)
+    fit = step + int(rate * max(0.0, remaining_s) * 0.95)
+    horizon = max(step + 1, min(planned, fit))
+    log.info("%.3f steps/s: LR schedule ends at step %d", rate, horizon)
+    return horizon
 
 
 def _lr_factor(step: int, horizon: int, warmup: float) -> float:
@@ -259,6 +270,7 @@ def _meta(config: TrainConfig, train_pairs, dev_pairs, steps_per_epoch) -> dict:
         "environment": {"python": platform.python_version(), "torch": torch.__version__,
                         "transformers": __import__("transformers").__version__},
         "evals": [],
+        "schedule_horizon": [],
     }
 
 
