@@ -40,18 +40,33 @@ def _synthetic_rows(n: int, seed: int = 0) -> list[dict]:
         year = rng.randint(1800, 2000)
         premise = f"The museum in {city} opened in {year} after {rng.randint(2, 9)} years of work."
         kind = i % 3
-        hypothesis = [f"The museum in {city} opened in {year}.", f"The museum in {city} is popular with tourists.",
-                      f"The museum in {other} opened in {year + 5}."][kind]
+        hypothesis = [
+            f"The museum in {city} opened in {year}.",
+            f"The museum in {city} is popular with tourists.",
+            f"The museum in {other} opened in {year + 5}.",
+        ][kind]
         rows.append({"premise": premise, "hypothesis": hypothesis, "label": LABELS[kind], "id": str(i)})
     return rows
 
 
 def test_two_class_labels_stay_two_class(tmp_path):
-    path = _write_pairs(tmp_path / "med" / "pairs.jsonl", [
-        {"premise": "No delegate finished the report on time.", "hypothesis": "No delegate finished the report.",
-         "label": "not_entailment", "id": "1"},
-        {"premise": "An Irishman won the prize.", "hypothesis": "An Irishman won a prize.", "label": "entailment", "id": "2"},
-    ])
+    path = _write_pairs(
+        tmp_path / "med" / "pairs.jsonl",
+        [
+            {
+                "premise": "No delegate finished the report on time.",
+                "hypothesis": "No delegate finished the report.",
+                "label": "not_entailment",
+                "id": "1",
+            },
+            {
+                "premise": "An Irishman won the prize.",
+                "hypothesis": "An Irishman won a prize.",
+                "label": "entailment",
+                "id": "2",
+            },
+        ],
+    )
     pairs = read_pairs(path)
     assert [p.label for p in pairs] == [NOT_ENTAILMENT, LABELS.index("entailment")]
     assert pairs[0].source == "med"
@@ -61,8 +76,10 @@ def test_two_class_labels_stay_two_class(tmp_path):
 
 
 def test_clean_text_undoes_fever_and_snli_artefacts():
-    assert clean_text("Soul Food -LRB- film -RRB- was released by Fox , in 1997 .") == \
-        "Soul Food (film) was released by Fox, in 1997."
+    assert (
+        clean_text("Soul Food -LRB- film -RRB- was released by Fox , in 1997 .")
+        == "Soul Food (film) was released by Fox, in 1997."
+    )
     assert clean_text("Kenneth `` Babyface '' Edmonds does n't sing") == 'Kenneth "Babyface" Edmonds doesn\'t sing'
     assert clean_text("a 60 @-@ year @,@ old 2 @.@ 5") == "a 60-year,old 2.5"
 
@@ -94,7 +111,7 @@ def test_corrupt_sentence_swaps_one_span_of_the_asked_type():
     date = corrupt_sentence(doc, "date", rng)
     assert date is not None and date.label in {"DATE", "TIME"} and date.original in doc.text
     assert date.text != doc.text and date.replacement in date.text
-    assert date.text[:date.start] == doc.text[:date.start]
+    assert date.text[: date.start] == doc.text[: date.start]
     number = corrupt_sentence(doc, "number", rng)
     assert number is not None and number.original == "1,665" and number.replacement != "1,665"
     pool = entity_pool([nlp("Rome and Berlin are capitals.")])
@@ -133,8 +150,14 @@ def tiny_base(tmp_path_factory) -> Path:
     for name in ("tokenizer.json", "tokenizer_config.json", "vocab.txt", "special_tokens_map.json"):
         if (source / name).is_file():
             shutil.copy(source / name, out / name)
-    config = BertConfig(vocab_size=30522, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-                        intermediate_size=64, max_position_embeddings=512)
+    config = BertConfig(
+        vocab_size=30522,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=512,
+    )
     torch.manual_seed(0)
     BertModel(config).save_pretrained(out)
     return out
@@ -150,16 +173,49 @@ def _app() -> Typer:
 
 def test_train_export_and_eval_plumbing(tmp_path, tiny_base):
     data = _write_pairs(tmp_path / "toy" / "pairs.jsonl", _synthetic_rows(120))
-    _write_pairs(tmp_path / "med" / "pairs.jsonl", [
-        {"premise": r["premise"], "hypothesis": r["hypothesis"],
-         "label": "entailment" if r["label"] == "entailment" else "not_entailment", "id": r["id"]}
-        for r in _synthetic_rows(30, seed=1)])
+    _write_pairs(
+        tmp_path / "med" / "pairs.jsonl",
+        [
+            {
+                "premise": r["premise"],
+                "hypothesis": r["hypothesis"],
+                "label": "entailment" if r["label"] == "entailment" else "not_entailment",
+                "id": r["id"],
+            }
+            for r in _synthetic_rows(30, seed=1)
+        ],
+    )
     run, shipped = tmp_path / "run", tmp_path / "verifier"
-    result = CliRunner().invoke(_app(), [
-        "train-verifier", "--data", str(data.parent), "--data", str(tmp_path / "med"), "--out", str(run),
-        "--base", str(tiny_base), "--dev-size", "30", "--batch-size", "8", "--epochs", "0.5",
-        "--eval-every", "4", "--max-length", "48", "--threads", "1", "--export-to", str(shipped),
-        "--export-max-length", "64"])
+    result = CliRunner().invoke(
+        _app(),
+        [
+            "train-verifier",
+            "--data",
+            str(data.parent),
+            "--data",
+            str(tmp_path / "med"),
+            "--out",
+            str(run),
+            "--base",
+            str(tiny_base),
+            "--dev-size",
+            "30",
+            "--batch-size",
+            "8",
+            "--epochs",
+            "0.5",
+            "--eval-every",
+            "4",
+            "--max-length",
+            "48",
+            "--threads",
+            "1",
+            "--export-to",
+            str(shipped),
+            "--export-max-length",
+            "64",
+        ],
+    )
     assert result.exit_code == 0, result.output
     meta = json.loads((run / "train_meta.json").read_text())
     assert meta["labels"] == list(LABELS) and meta["evals"] and meta["best"]["acc3_natural"] >= 0
@@ -170,16 +226,48 @@ def test_train_export_and_eval_plumbing(tmp_path, tiny_base):
     assert manifest["task"] == "nli" and manifest["labels"] == list(LABELS) and manifest["max_length"] == 64
     assert (shipped / "train_meta.json").is_file() and (shipped / "tokenizer.json").is_file()
 
-    fever = _write_pairs(tmp_path / "fs.jsonl", [
-        {"claim": "The museum opened in 1900.", "evidence": "The museum opened in 1900 .", "label": "SUPPORTS"},
-        {"claim": "The museum opened in 1950.", "evidence": "The museum opened in 1900 .", "label": "REFUTES"}])
-    wice = _write_pairs(tmp_path / "wice.jsonl", [
-        {"claim": "The museum opened in 1900.", "label": "supported",
-         "evidence": ["Intro.", "The museum opened in 1900.", "It is big.", "Tickets cost 5 euros."]},
-        {"claim": "The museum opened in 1950.", "label": "not_supported", "evidence": ["The museum opened in 1900."]}])
-    result = CliRunner().invoke(_app(), [
-        "eval-verifier", "--model", str(shipped), "--data", str(data.parent), "--data", str(tmp_path / "med"),
-        "--wice", str(wice), "--fever-symmetric", str(fever), "--latency-pairs", "5", "--threads", "1"])
+    fever = _write_pairs(
+        tmp_path / "fs.jsonl",
+        [
+            {"claim": "The museum opened in 1900.", "evidence": "The museum opened in 1900 .", "label": "SUPPORTS"},
+            {"claim": "The museum opened in 1950.", "evidence": "The museum opened in 1900 .", "label": "REFUTES"},
+        ],
+    )
+    wice = _write_pairs(
+        tmp_path / "wice.jsonl",
+        [
+            {
+                "claim": "The museum opened in 1900.",
+                "label": "supported",
+                "evidence": ["Intro.", "The museum opened in 1900.", "It is big.", "Tickets cost 5 euros."],
+            },
+            {
+                "claim": "The museum opened in 1950.",
+                "label": "not_supported",
+                "evidence": ["The museum opened in 1900."],
+            },
+        ],
+    )
+    result = CliRunner().invoke(
+        _app(),
+        [
+            "eval-verifier",
+            "--model",
+            str(shipped),
+            "--data",
+            str(data.parent),
+            "--data",
+            str(tmp_path / "med"),
+            "--wice",
+            str(wice),
+            "--fever-symmetric",
+            str(fever),
+            "--latency-pairs",
+            "5",
+            "--threads",
+            "1",
+        ],
+    )
     assert result.exit_code == 0, result.output
     report = json.loads(result.output)
     assert report["dev"]["pairs"] > 0 and 0 <= report["dev"]["acc3_natural"] <= 1

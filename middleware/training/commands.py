@@ -32,11 +32,16 @@ def train_verifier(
     corpus: Annotated[list[Path], typer.Option(help="markdown corpus dirs for synthetic pairs")] = [],
     synthetic_per_label: Annotated[int, typer.Option(help="synthetic pairs per label (0: none)")] = 1500,
     synthetic_max_passages: Annotated[int, typer.Option(help="passages parsed for synthetic pairs")] = 4000,
+    synthetic_file: Annotated[
+        Path | None, typer.Option(help="reuse a run's synthetic.jsonl instead of building one")
+    ] = None,
     synthetic_train: Annotated[bool, typer.Option(help="train on synthetic pairs (else: dev only, for A/B)")] = True,
     dev_size: Annotated[int, typer.Option(help="held-out dev pairs (stratified by source and label)")] = 1500,
     max_train: Annotated[int, typer.Option(help="cap on training pairs (0: all)")] = 0,
-    seed: int = 13,
+    seed: Annotated[int, typer.Option(help="seed of the dev split, synthetic data and initialisation")] = 13,
+    shuffle_seed: Annotated[int | None, typer.Option(help="seed of the batch order (default: --seed)")] = None,
     lr: float = 5e-5,
+    warmup: Annotated[float, typer.Option(help="fraction of the schedule spent warming up the LR")] = 0.06,
     batch_size: int = 32,
     max_length: int = 128,
     epochs: float = 2.0,
@@ -57,7 +62,10 @@ def train_verifier(
     pairs = [p for f in files for p in read_pairs(f)]
     hashes = {str(f): file_sha256(f) for f in files}
     out.mkdir(parents=True, exist_ok=True)
-    if synthetic_per_label > 0 and (wikitext or corpus):
+    if synthetic_file is not None:
+        pairs += read_pairs(synthetic_file, source="synthetic")
+        hashes[str(synthetic_file)] = file_sha256(synthetic_file)
+    elif synthetic_per_label > 0 and (wikitext or corpus):
         synthetic_file = out / "synthetic.jsonl"
         synthetic = _synthetic(wikitext, corpus, synthetic_per_label, synthetic_max_passages, seed, synthetic_file)
         pairs += synthetic
@@ -71,20 +79,42 @@ def train_verifier(
         random.Random(seed).shuffle(train_pairs)
         train_pairs = train_pairs[:max_train]
     config = TrainConfig(
-        base=base or default_base(), out=out, seed=seed, lr=lr, batch_size=batch_size, max_length=max_length,
-        epochs=epochs, max_minutes=max_minutes, eval_every=eval_every, patience=patience, threads=threads,
+        base=base or default_base(),
+        out=out,
+        seed=seed,
+        shuffle_seed=shuffle_seed,
+        lr=lr,
+        warmup=warmup,
+        batch_size=batch_size,
+        max_length=max_length,
+        epochs=epochs,
+        max_minutes=max_minutes,
+        eval_every=eval_every,
+        patience=patience,
+        threads=threads,
         freeze_embeddings=freeze_embeddings,
-        extra={"files_sha256": hashes, "synthetic_per_label": synthetic_per_label,
-               "synthetic_train": synthetic_train, "dev_size": dev_size,
-               "max_train": max_train, "wikitext": [str(p) for p in wikitext], "corpus": [str(p) for p in corpus]},
+        extra={
+            "files_sha256": hashes,
+            "synthetic_per_label": synthetic_per_label,
+            "synthetic_train": synthetic_train,
+            "synthetic_file": str(synthetic_file) if synthetic_file else None,
+            "dev_size": dev_size,
+            "max_train": max_train,
+            "wikitext": [str(p) for p in wikitext],
+            "corpus": [str(p) for p in corpus],
+        },
     )
     meta = train(config, train_pairs, dev_pairs)
     if export_to is not None:
         from middleware.training.shipping import export_run
 
         export_run(out, export_to, export_max_length)
-    typer.echo(json.dumps({"best": meta.get("best"), "stopped": meta.get("stopped"),
-                           "train_seconds": meta.get("train_seconds")}, indent=2))
+    typer.echo(
+        json.dumps(
+            {"best": meta.get("best"), "stopped": meta.get("stopped"), "train_seconds": meta.get("train_seconds")},
+            indent=2,
+        )
+    )
 
 
 def _synthetic(wikitext, corpus, per_label, max_passages, seed, out_file: Path):
@@ -95,8 +125,12 @@ def _synthetic(wikitext, corpus, per_label, max_passages, seed, out_file: Path):
     pairs = build_synthetic(passages, get_nlp(), per_label, seed, max_passages)
     with out_file.open("w", encoding="utf-8") as handle:
         for p in pairs:
-            handle.write(json.dumps({"premise": p.premise, "hypothesis": p.hypothesis, "label": p.label,
-                                     "id": p.id}, ensure_ascii=False) + "\n")
+            handle.write(
+                json.dumps(
+                    {"premise": p.premise, "hypothesis": p.hypothesis, "label": p.label, "id": p.id}, ensure_ascii=False
+                )
+                + "\n"
+            )
     logging.info("synthetic pairs: %d from %d passages", len(pairs), len(passages))
     return pairs
 
@@ -136,7 +170,9 @@ def eval_verifier(
     if wice:
         results["wice"] = ev.evaluate_wice(scorer, wice)
     if latency_pairs and dev_pairs:
-        sample = [(p.premise, p.hypothesis) for p in random.Random(0).sample(dev_pairs, min(latency_pairs, len(dev_pairs)))]
+        sample = [
+            (p.premise, p.hypothesis) for p in random.Random(0).sample(dev_pairs, min(latency_pairs, len(dev_pairs)))
+        ]
         results["latency"] = ev.measure_latency(scorer, sample)
     text = json.dumps(results, indent=2)
     if out:

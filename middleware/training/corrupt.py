@@ -22,8 +22,20 @@ NUMBER_LABELS = frozenset({"CARDINAL", "QUANTITY", "MONEY", "PERCENT", "ORDINAL"
 DATE_LABELS = frozenset({"DATE", "TIME"})
 _KIND_LABELS: dict[str, frozenset[str]] = {"entity": ENTITY_LABELS, "number": NUMBER_LABELS, "date": DATE_LABELS}
 
-MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August",
-          "September", "October", "November", "December")
+MONTHS = (
+    "January",
+    "February",
+    "March",
+    "April",
+    "May",
+    "June",
+    "July",
+    "August",
+    "September",
+    "October",
+    "November",
+    "December",
+)
 _MONTH_RE = re.compile(r"\b(" + "|".join(MONTHS) + r")\b")
 _YEAR_RE = re.compile(r"\b(1[0-9]{3}|20[0-9]{2})\b")
 _NUMBER_RE = re.compile(r"\d+(?:[.,]\d+)*")
@@ -32,9 +44,35 @@ _NUMBER_WORDS = ("one", "two", "three", "four", "five", "six", "seven", "eight",
 
 _DROPPABLE_DEPS = frozenset({"prep", "appos", "relcl", "acl", "advcl", "npadvmod", "amod"})
 _ADJUNCT_PREPS = frozenset({"in", "on", "at", "during", "with", "after", "before", "since", "near", "for"})
-_NON_INTERSECTIVE = frozenset({"former", "alleged", "fake", "false", "possible", "potential", "so-called", "only",
-                               "sole", "last", "first", "next", "previous", "main", "major", "minor", "few",
-                               "many", "several", "other", "same", "own", "future", "supposed", "apparent"})
+_NON_INTERSECTIVE = frozenset(
+    {
+        "former",
+        "alleged",
+        "fake",
+        "false",
+        "possible",
+        "potential",
+        "so-called",
+        "only",
+        "sole",
+        "last",
+        "first",
+        "next",
+        "previous",
+        "main",
+        "major",
+        "minor",
+        "few",
+        "many",
+        "several",
+        "other",
+        "same",
+        "own",
+        "future",
+        "supposed",
+        "apparent",
+    }
+)
 _SCOPE_WORDS = frozenset({"first", "last", "only", "never", "no", "none", "all", "every", "each", "most", "least"})
 _CONDITION_MARKERS = frozenset({"if", "unless", "until", "although", "though", "whether"})
 
@@ -83,7 +121,7 @@ def corrupt_sentence(
             if replacement and replacement.strip().lower() != ent.text.strip().lower():
                 text = doc.text
                 start = ent.start_char - doc[0].idx if isinstance(doc, Span) else ent.start_char
-                new = text[:start] + replacement + text[start + len(ent.text):]
+                new = text[:start] + replacement + text[start + len(ent.text) :]
                 return Corruption(new, ent.text, replacement, ent.label_, start)
     return None
 
@@ -103,7 +141,9 @@ def shorten_sentence(doc_or_text: Doc | Span | str, rng: random.Random, min_toke
             continue
         if token.dep_ == "prep" and token.head.pos_ not in {"NOUN", "PROPN"} and token.lower_ not in _ADJUNCT_PREPS:
             continue
-        if token.dep_ == "amod" and (len(subtree) > 1 or token.tag_ != "JJ" or token.ent_type_ or token.lower_ in _NON_INTERSECTIVE):
+        if token.dep_ == "amod" and (
+            len(subtree) > 1 or token.tag_ != "JJ" or token.ent_type_ or token.lower_ in _NON_INTERSECTIVE
+        ):
             continue  # "first", "strongest", "more", "former", "alleged" ... change what is asserted
         lo, hi = subtree[0].i, subtree[-1].i + 1
         offset = doc[0].i
@@ -157,7 +197,7 @@ def _shift_number(text: str, rng: random.Random) -> str | None:
         value = float(raw.replace(",", "")) if decimals else float(raw.replace(",", "").replace(".", ""))
         new = _perturb(value, rng)
         formatted = f"{new:,.{decimals}f}" if "," in raw else f"{new:.{decimals}f}"
-        rest = text[match.end():]
+        rest = text[match.end() :]
         if re.match(r"(st|nd|rd|th)\b", rest):
             formatted, rest = formatted + _ordinal_suffix(int(new)), rest[2:]
         return text[: match.start()] + formatted + rest

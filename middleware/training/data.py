@@ -22,8 +22,15 @@ NOT_ENTAILMENT = -1
 _LABEL_IDS = {name: i for i, name in enumerate(LABELS)} | {"not_entailment": NOT_ENTAILMENT}
 
 _PTB_TOKENS = {
-    "-LRB-": "(", "-RRB-": ")", "-LSB-": "[", "-RSB-": "]", "-LCB-": "{", "-RCB-": "}",
-    "-COLON-": ":", "``": '"', "''": '"',
+    "-LRB-": "(",
+    "-RRB-": ")",
+    "-LSB-": "[",
+    "-RSB-": "]",
+    "-LCB-": "{",
+    "-RCB-": "}",
+    "-COLON-": ":",
+    "``": '"',
+    "''": '"',
 }
 _PTB_RE = re.compile("|".join(re.escape(k) for k in _PTB_TOKENS))
 _SPACE_BEFORE = re.compile(r"\s+([.,;:!?%)\]}])")

@@ -29,7 +29,9 @@ def dev_metrics(pairs: Sequence[Pair], probs: np.ndarray) -> dict[str, float]:
     for i, pair in enumerate(pairs):
         groups.setdefault(pair.source, []).append(i)
     out = {
-        "acc3_natural": _accuracy(pred, pairs, [i for i, p in enumerate(pairs) if p.label >= 0 and p.source != "synthetic"]),
+        "acc3_natural": _accuracy(
+            pred, pairs, [i for i, p in enumerate(pairs) if p.label >= 0 and p.source != "synthetic"]
+        ),
         "acc3_all": _accuracy(pred, pairs, [i for i, p in enumerate(pairs) if p.label >= 0]),
     }
     for source, index in sorted(groups.items()):
@@ -81,8 +83,11 @@ def evaluate_fever_symmetric(model: OnnxNli, path: Path, threshold: float = 0.5)
 
     probs = model.probs([(clean_text(r["evidence"]), clean_text(r["claim"])) for r in rows])
     gold = [r["label"] == "SUPPORTS" for r in rows]
-    return {"balanced_accuracy": round(balanced_accuracy(gold, probs[:, ENTAILMENT] >= threshold), 4),
-            "records": len(rows), "threshold": threshold}
+    return {
+        "balanced_accuracy": round(balanced_accuracy(gold, probs[:, ENTAILMENT] >= threshold), 4),
+        "records": len(rows),
+        "threshold": threshold,
+    }
 
 
 def sentence_windows(sentences: Sequence[str], size: int = 3, stride: int = 2) -> list[str]:
@@ -92,7 +97,7 @@ def sentence_windows(sentences: Sequence[str], size: int = 3, stride: int = 2) -
     starts = list(range(0, len(sentences) - size + 1, stride))
     if starts[-1] + size < len(sentences):
         starts.append(len(sentences) - size)
-    return [" ".join(sentences[s:s + size]) for s in starts]
+    return [" ".join(sentences[s : s + size]) for s in starts]
 
 
 def evaluate_wice(model: OnnxNli, path: Path, threshold: float = 0.5, size: int = 3, stride: int = 2) -> dict:
@@ -109,8 +114,14 @@ def evaluate_wice(model: OnnxNli, path: Path, threshold: float = 0.5, size: int 
     best = np.zeros(len(rows))
     np.maximum.at(best, np.asarray(owner), probs)
     gold = [r["label"] == "supported" for r in rows]
-    return {"balanced_accuracy": round(balanced_accuracy(gold, best >= threshold), 4), "records": len(rows),
-            "windows": len(pairs), "threshold": threshold, "window_sentences": size, "stride": stride}
+    return {
+        "balanced_accuracy": round(balanced_accuracy(gold, best >= threshold), 4),
+        "records": len(rows),
+        "windows": len(pairs),
+        "threshold": threshold,
+        "window_sentences": size,
+        "stride": stride,
+    }
 
 
 def measure_latency(model: OnnxNli, pairs: Sequence[tuple[str, str]], batch_size: int = 32) -> dict[str, float]:
@@ -124,5 +135,10 @@ def measure_latency(model: OnnxNli, pairs: Sequence[tuple[str, str]], batch_size
     t0 = time.perf_counter()
     model.probs(pairs, batch_size)
     batched = (time.perf_counter() - t0) * 1000 / len(pairs)
-    return {"unbatched_ms_p50": round(statistics.median(single), 2), "unbatched_ms_mean": round(statistics.fmean(single), 2),
-            "batched_ms_per_pair": round(batched, 2), "batch_size": batch_size, "pairs": len(pairs)}
+    return {
+        "unbatched_ms_p50": round(statistics.median(single), 2),
+        "unbatched_ms_mean": round(statistics.fmean(single), 2),
+        "batched_ms_per_pair": round(batched, 2),
+        "batch_size": batch_size,
+        "pairs": len(pairs),
+    }

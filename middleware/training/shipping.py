@@ -14,7 +14,8 @@ def export_run(run_dir: Path, out: Path, max_length: int = 256, quantize: str = 
     ``train_meta.json`` beside it (outside the manifest's checksums, like MODEL_CARD.md)."""
     from onnx_models.export import export_model
 
-    export_model(run_dir / "checkpoint", task="nli", out=out, quantize=quantize, max_length=max_length,
-                 labels=list(LABELS))
+    export_model(
+        run_dir / "checkpoint", task="nli", out=out, quantize=quantize, max_length=max_length, labels=list(LABELS)
+    )
     shutil.copy2(run_dir / "train_meta.json", out / "train_meta.json")
     return out

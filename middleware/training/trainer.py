@@ -35,7 +35,8 @@ ENTAILMENT = LABELS.index("entailment")
 class TrainConfig:
     base: str
     out: Path
-    seed: int = 13
+    seed: int = 13  # dev split, initialisation
+    shuffle_seed: int | None = None  # batch order (default: seed); change it to continue a run on fresh batches
     lr: float = 5e-5
     weight_decay: float = 0.01
     warmup: float = 0.06
@@ -71,8 +72,10 @@ def load_base(base: str, labels: Sequence[str] = LABELS):
 def encode(tokenizer, pairs: Sequence[Pair], max_length: int) -> list[list[int]]:
     """Token ids of (premise, hypothesis), truncating the longer side first."""
     enc = tokenizer(
-        [p.premise for p in pairs], [p.hypothesis for p in pairs],
-        truncation="longest_first", max_length=max_length,
+        [p.premise for p in pairs],
+        [p.hypothesis for p in pairs],
+        truncation="longest_first",
+        max_length=max_length,
     )
     return enc["input_ids"], enc.get("token_type_ids")
 
@@ -87,7 +90,7 @@ def nli_loss(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
         losses[three] = -logp[three].gather(1, labels[three].unsqueeze(1)).squeeze(1)
     two = ~three
     if two.any():
-        rest = torch.cat([logp[two, :ENTAILMENT], logp[two, ENTAILMENT + 1:]], dim=1)
+        rest = torch.cat([logp[two, :ENTAILMENT], logp[two, ENTAILMENT + 1 :]], dim=1)
         losses[two] = -torch.logsumexp(rest, dim=1)
     return losses.mean()
 
@@ -106,14 +109,15 @@ class Batches:
         chunk = self.batch_size * self.span
         batches: list[list[int]] = []
         for start in range(0, len(order), chunk):
-            part = sorted(order[start:start + chunk], key=lambda i: len(self.ids[i]))
-            batches.extend(part[i:i + self.batch_size] for i in range(0, len(part), self.batch_size))
+            part = sorted(order[start : start + chunk], key=lambda i: len(self.ids[i]))
+            batches.extend(part[i : i + self.batch_size] for i in range(0, len(part), self.batch_size))
         self.rng.shuffle(batches)
         return batches
 
     def tensors(self, index: Sequence[int]) -> dict[str, torch.Tensor]:
-        return collate([self.ids[i] for i in index], [self.types[i] for i in index] if self.types else None,
-                       self.pad_id) | {"labels": torch.tensor([self.labels[i] for i in index])}
+        return collate(
+            [self.ids[i] for i in index], [self.types[i] for i in index] if self.types else None, self.pad_id
+        ) | {"labels": torch.tensor([self.labels[i] for i in index])}
 
 
 def collate(ids, types, pad_id: int) -> dict[str, torch.Tensor]:
@@ -122,10 +126,10 @@ def collate(ids, types, pad_id: int) -> dict[str, torch.Tensor]:
     mask = torch.zeros((len(ids), width), dtype=torch.long)
     token_types = torch.zeros((len(ids), width), dtype=torch.long)
     for row, seq in enumerate(ids):
-        input_ids[row, :len(seq)] = torch.tensor(seq)
-        mask[row, :len(seq)] = 1
+        input_ids[row, : len(seq)] = torch.tensor(seq)
+        mask[row, : len(seq)] = 1
         if types:
-            token_types[row, :len(seq)] = torch.tensor(types[row])
+            token_types[row, : len(seq)] = torch.tensor(types[row])
     return {"input_ids": input_ids, "attention_mask": mask, "token_type_ids": token_types}
 
 
@@ -137,14 +141,18 @@ def predict(model, tokenizer, pairs: Sequence[Pair], max_length: int, batch_size
     order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
     probs = np.zeros((len(ids), len(LABELS)), dtype=np.float32)
     for start in range(0, len(order), batch_size):
-        index = order[start:start + batch_size]
+        index = order[start : start + batch_size]
         batch = collate([ids[i] for i in index], [types[i] for i in index] if types else None, tokenizer.pad_token_id)
         probs[index] = torch.softmax(model(**batch).logits.float(), dim=-1).numpy()
     return probs
 
 
-def train(config: TrainConfig, train_pairs: Sequence[Pair], dev_pairs: Sequence[Pair],
-          on_eval: Callable[[dict], None] | None = None) -> dict:
+def train(
+    config: TrainConfig,
+    train_pairs: Sequence[Pair],
+    dev_pairs: Sequence[Pair],
+    on_eval: Callable[[dict], None] | None = None,
+) -> dict:
     """Fine-tune, evaluating every ``eval_every`` steps and at the end; keep the best
     checkpoint in ``config.out / 'checkpoint'`` and the run record in ``train_meta.json``."""
     started = time.monotonic()
@@ -157,16 +165,25 @@ def train(config: TrainConfig, train_pairs: Sequence[Pair], dev_pairs: Sequence[
     if config.freeze_embeddings:
         model.base_model.embeddings.word_embeddings.weight.requires_grad_(False)
     ids, types = encode(tokenizer, train_pairs, config.max_length)
-    batches = Batches(ids, types, [p.label for p in train_pairs], config.batch_size,
-                      tokenizer.pad_token_id, random.Random(config.seed), config.bucket_span)
+    batches = Batches(
+        ids,
+        types,
+        [p.label for p in train_pairs],
+        config.batch_size,
+        tokenizer.pad_token_id,
+        random.Random(config.seed if config.shuffle_seed is None else config.shuffle_seed),
+        config.bucket_span,
+    )
     steps_per_epoch = math.ceil(len(ids) / config.batch_size)
     planned = max(1, int(config.epochs * steps_per_epoch))
     horizon = [planned]
     params = [p for p in model.parameters() if p.requires_grad]
     decay = [p for n, p in model.named_parameters() if p.requires_grad and p.ndim > 1]
     no_decay = [p for n, p in model.named_parameters() if p.requires_grad and p.ndim <= 1]
-    optimizer = torch.optim.AdamW([{"params": decay, "weight_decay": config.weight_decay},
-                                   {"params": no_decay, "weight_decay": 0.0}], lr=config.lr)
+    optimizer = torch.optim.AdamW(
+        [{"params": decay, "weight_decay": config.weight_decay}, {"params": no_decay, "weight_decay": 0.0}],
+        lr=config.lr,
+    )
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: _lr_factor(s, horizon[0], config.warmup))
     meta = _meta(config, train_pairs, dev_pairs, steps_per_epoch)
     best = -1.0
@@ -190,12 +207,18 @@ def train(config: TrainConfig, train_pairs: Sequence[Pair], dev_pairs: Sequence[
             step += 1
             seen += len(index)
             if step == 30 or step % config.eval_every == 0:  # fit the LR schedule to the time budget
-                horizon[0] = _replan(step, planned, time.monotonic() - train_started,
-                                     budget_s - (time.monotonic() - started))
+                horizon[0] = _replan(
+                    step, planned, time.monotonic() - train_started, budget_s - (time.monotonic() - started)
+                )
                 meta["schedule_horizon"].append({"step": step, "horizon": horizon[0]})
             if step % 20 == 0:
-                log.info("step %d loss %.4f lr %.2e pairs/s %.1f", step, loss.item(), scheduler.get_last_lr()[0],
-                         seen / (time.monotonic() - train_started))
+                log.info(
+                    "step %d loss %.4f lr %.2e pairs/s %.1f",
+                    step,
+                    loss.item(),
+                    scheduler.get_last_lr()[0],
+                    seen / (time.monotonic() - train_started),
+                )
             out_of_time = time.monotonic() - started > budget_s
             done = step >= horizon[0]
             if step % config.eval_every == 0 or out_of_time or done:
@@ -212,8 +235,15 @@ def train(config: TrainConfig, train_pairs: Sequence[Pair], dev_pairs: Sequence[
                 _write_meta(config.out, meta)
                 if on_eval:
                     on_eval(record)
-                stop = ("time budget" if out_of_time else "schedule done" if done
-                        else "early stopping" if stale >= config.patience else "")
+                stop = (
+                    "time budget"
+                    if out_of_time
+                    else "schedule done"
+                    if done
+                    else "early stopping"
+                    if stale >= config.patience
+                    else ""
+                )
                 if stop:
                     break
     meta["stopped"] = stop
@@ -267,8 +297,11 @@ def _meta(config: TrainConfig, train_pairs, dev_pairs, steps_per_epoch) -> dict:
         "data": config.extra,
         "counts": counts,
         "steps_per_epoch": steps_per_epoch,
-        "environment": {"python": platform.python_version(), "torch": torch.__version__,
-                        "transformers": __import__("transformers").__version__},
+        "environment": {
+            "python": platform.python_version(),
+            "torch": torch.__version__,
+            "transformers": __import__("transformers").__version__,
+        },
         "evals": [],
         "schedule_horizon": [],
     }
