@@ -52,13 +52,27 @@ def _era(year: int, era: str | None) -> int:
 
 def parse_date(text: str) -> DateValue | None:
     """Parse an absolute date written in English; None for relative or vague dates."""
-    t = re.sub(r"\s+", " ", text.lower().replace("–", "-").replace("—", "-")).strip()
+    t = re.sub(r"\s+", " ", re.sub(r"--|[–—−]", "-", text.lower())).strip()
     t = re.sub(r"^(?:in|on|during|around|circa|c\.|about|the|of|since|by|from|until|before|after)\s+", "", t)
-    for parser in (_iso, _day_month_year, _month_year, _quarter, _range, _century, _decade, _year, _day_month):
+    for parser in (_iso, _day_month_year, _month_year, _quarter, _range, _century, _decade, _decade_word,
+                   _year, _day_month):  # fmt: skip
         value = parser(t)
         if value is not None:
             return value
     return None
+
+
+_DECADE_WORDS = {"twenties": 20, "thirties": 30, "forties": 40, "fifties": 50, "sixties": 60, "seventies": 70,
+                 "eighties": 80, "nineties": 90}  # fmt: skip
+
+
+def _decade_word(t: str) -> DateValue | None:
+    """'the fifties' -> 1950..1959 (the 20th century is assumed)."""
+    m = re.search(r"\b(?:(early|mid|middle|late)[- ])?(" + "|".join(_DECADE_WORDS) + r")\b", t)
+    if not m:
+        return None
+    first = 1900 + _DECADE_WORDS[m.group(2)]
+    return _part(first, first + 9, m.group(1), "decade")
 
 
 def _iso(t: str) -> DateValue | None:

@@ -78,6 +78,7 @@ class Relation:
     prep: str | None
     negated: bool
     is_root: bool
+    objects: frozenset[str] = frozenset()  # lemmas of its objects and complements ('win' -> {'prize'})
 
 
 @dataclass
@@ -233,11 +234,29 @@ def _with_currency(span: Span) -> Span:
     return span
 
 
+_DECADE = re.compile(
+    r"\b(?:the )?(?:(?:early|mid|late)[- ])?(?:\d{3}0s|(?:twen|thir|for|fif|six|seven|eigh|nine)ties)\b", re.IGNORECASE
+)
+
+
 def _dates(doc: Doc) -> Iterable[Slot]:
+    in_entity = [(ent.start_char, ent.end_char) for ent in doc.ents]
+    for match in _DECADE.finditer(doc.text):  # decades the NER missed ('born in the forties')
+        if any(s < match.end() and match.start() < e for s, e in in_entity):
+            continue
+        span = doc.char_span(match.start(), match.end(), alignment_mode="expand")
+        date = parse_date(match.group())
+        if span is not None and date is not None:
+            span = _trim_determiner(span)
+            yield Slot("date", "DATE", span.text, span.start_char, span.end_char, date, _role(span))
     for ent in doc.ents:
         if ent.label_ != "DATE":
             continue
         span = _trim_determiner(ent)
+        pair = _date_pair(span)
+        if pair:
+            yield from (Slot("date", "DATE", text, start, end, date, _role(ent)) for text, start, end, date in pair)
+            continue
         date = parse_date(span.text)
         if date is not None:
             yield Slot("date", "DATE", span.text, span.start_char, span.end_char, date, _role(ent))
@@ -245,6 +264,21 @@ def _dates(doc: Doc) -> Iterable[Slot]:
         duration = parse_quantity(span.text, "DATE")
         if duration is not None and duration.dimension == "time":
             yield Slot("quantity", "DATE", span.text, span.start_char, span.end_char, duration, _role(ent))
+
+
+_DATE_SEPARATOR = re.compile(r"\s*(?:--|[-–—−]|\bto\b|\buntil\b)\s*")
+
+
+def _date_pair(span: Span) -> list[tuple[str, int, int, DateValue]]:
+    """'April 8, 1974 – February 2, 2013' (a lifespan) is two dates, not one interval."""
+    text = span.text
+    for sep in _DATE_SEPARATOR.finditer(text):
+        left, right = text[: sep.start()], text[sep.end() :]
+        first, last = parse_date(left), parse_date(right)
+        if first and last and first.granularity in ("day", "month") and last.granularity in ("day", "month"):
+            base = span.start_char
+            return [(left, base, base + len(left), first), (right, base + sep.end(), base + len(text), last)]
+    return []
 
 
 def _dedupe(slots: list[Slot]) -> list[Slot]:
@@ -263,9 +297,21 @@ def _relations(doc: Doc) -> Iterable[Relation]:
         if token.pos_ != "VERB" and not (is_root and token.pos_ == "AUX"):
             continue
         negated = any(c.dep_ == "neg" or c.lower_ in _NEGATORS for c in token.children)
-        negated = negated or any(c.lower_ in ("no", "none", "nothing") and c.dep_ == "det" for c in token.subtree)
+        negated = negated or any(c.lower_ in ("no", "none", "nothing") and c.dep_ == "det" for c in token.children)
         prep = next((c.lemma_.lower() for c in token.children if c.dep_ in ("prep", "agent", "dative")), None)
-        yield Relation(token.lemma_.lower(), token.text, token.idx, token.idx + len(token), prep, negated, is_root)
+        yield Relation(
+            token.lemma_.lower(), token.text, token.idx, token.idx + len(token), prep, negated, is_root, _objects(token)
+        )
+
+
+def _objects(verb: Token) -> frozenset[str]:
+    out = set()
+    for child in verb.children:
+        if child.dep_ in ("dobj", "attr", "acomp", "oprd", "dative", "xcomp"):
+            out.add(child.lemma_.lower())
+        elif child.dep_ in ("prep", "agent"):
+            out.update(g.lemma_.lower() for g in child.children if g.dep_ == "pobj")
+    return frozenset(out)
 
 
 def _subject(doc: Doc) -> tuple[int, int] | None:
@@ -309,4 +355,6 @@ def _year_number_agree(a: Slot, b: Slot) -> bool | None:
     assert isinstance(date, DateValue) and isinstance(number, Quantity)
     if number.dimension is not None or date.year is None or date.granularity != "year":
         return None
-    return date.year == int(number.raw) if number.raw.is_integer() else None
+    if not number.raw.is_integer() or not 1000 <= number.raw <= 2100:
+        return None  # 'three films' is not a year
+    return date.year == int(number.raw)

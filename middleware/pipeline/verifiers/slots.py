@@ -34,6 +34,14 @@ _ANTONYMS: dict[str, set[str]] = {}
 for _a, _b in _ANTONYM_PAIRS:
     _ANTONYMS.setdefault(_a, set()).add(_b)
     _ANTONYMS.setdefault(_b, set()).add(_a)
+_STOP_OBJECTS = frozenset({"part", "one", "member", "kind", "type", "thing", "something", "someone", "lot"})
+_SUBJECT_DEPS = frozenset({"nsubj", "nsubjpass"})
+_ANAPHORS = frozenset({"he", "she", "it", "they", "his", "her", "its", "their", "this", "these"})
+_MARKERS = (
+    " not ", "n't ", " never ", " no ", " only ", " yet to ", " other than ", " except ", " barely ", " hardly ",
+    " outside ", " without ", " neither ", " nor ", " none ", " nobody ", " nothing ", " incapable ", " unable ",
+    " refused ", " failed ", " lack ", " exclusively ", " solely ", " always ", " every ",
+)  # fmt: skip
 _KIND_PRIORITY = {"number": 0, "quantity": 0, "date": 0, "negation": 1, "relation": 1, "entity": 2}
 
 
@@ -92,7 +100,10 @@ class SlotsVerifier:
                 unsupported=[(s.start, s.end) for s in analysis.slots],
             )  # fmt: skip
         lines = [_Line(a, e) for a, e in zip(usable, analyse_many([a.sentence.text for a in usable]), strict=True)]
-        support = {slot: line for slot in analysis.slots if (line := _first_support(slot, lines)) is not None}
+        passages = [p.text for p in evidence] if evidence else None
+        support = {
+            slot: line for slot in analysis.slots if (line := _first_support(slot, lines, passages)) is not None
+        }
         unsupported = [s for s in analysis.slots if s not in support]
         found = [m for s in unsupported if (m := self._conflict(s, analysis, lines, support)) is not None]
         found += [m for m in (self._negation_conflict(analysis, lines), self._antonym_conflict(analysis, lines)) if m]
@@ -107,14 +118,16 @@ class SlotsVerifier:
                 span=first.span, mismatches=mismatches, unsupported=[(s.start, s.end) for s in unsupported],
             )  # fmt: skip
         coverage = _coverage(analysis, lines, support)
-        relation_ok = _relation_supported(analysis, lines)
+        relation_ok = _relation_supported(analysis, lines, support)
+        missing_markers = _missing_markers(analysis, lines)
         best = max(lines, key=lambda ln: (sum(1 for v in support.values() if v is ln), ln.score))
-        if not unsupported and relation_ok and coverage >= self.min_coverage:
+        if not unsupported and relation_ok and not missing_markers and coverage >= self.min_coverage:
             return self._verdict(
                 "attributable", 0.5 + 0.45 * min(1.0, (best.score + coverage) / 2), best, evidence, analysis,
                 span=_claim_span(claim), lean=0.8,
             )  # fmt: skip
         missing = [s.text for s in unsupported] or ([analysis.relation.text] if not relation_ok and analysis.relation else [])
+        missing = missing or missing_markers
         reason = f"not in the evidence: {', '.join(missing)}" if missing else f"evidence covers {coverage:.0%} of the claim"
         return self._verdict(
             "extrapolatory", 0.55 + 0.3 * (1 - coverage), best, evidence, analysis, reason=reason,
@@ -154,6 +167,8 @@ class SlotsVerifier:
     def _conflict(self, slot: Slot, claim: Analysis, lines: list[_Line], support: dict[Slot, _Line]) -> _Found | None:
         """A same-type slot with another value, in the same role, in a strongly aligned
         sentence about the same subject."""
+        if slot.role.dep in _SUBJECT_DEPS:
+            return None  # a different subject is usually coreference ('She', 'the film'), not an error
         for line in lines:
             if line.score < self.strong_align or not _same_subject(claim, line, support):
                 continue
@@ -175,7 +190,7 @@ class SlotsVerifier:
             if line.score < self.strong_align:
                 continue
             for rel in line.analysis.relations:
-                if rel.lemma == main.lemma and rel.negated != main.negated:
+                if rel.lemma == main.lemma and rel.negated != main.negated and _same_objects(main, rel):
                     span = _negated_span(claim, main)
                     evidence_span = _negated_span(line.analysis, rel)
                     return Mismatch(
@@ -193,7 +208,7 @@ class SlotsVerifier:
             if line.score < self.strong_align:
                 continue
             for rel in line.analysis.relations:
-                if rel.lemma in _ANTONYMS[main.lemma] and rel.negated == main.negated:
+                if rel.lemma in _ANTONYMS[main.lemma] and rel.negated == main.negated and _same_objects(main, rel):
                     return Mismatch(
                         kind="relation", span=(main.start, main.end), text=main.text, replacement=rel.text,
                         evidence_index=line.aligned.sentence.passage_index, evidence_span=line.offset(rel.start, rel.end),
@@ -201,13 +216,57 @@ class SlotsVerifier:
         return None
 
 
-def _first_support(slot: Slot, lines: list[_Line]) -> _Line | None:
+def _first_support(slot: Slot, lines: list[_Line], passages: list[str] | None) -> _Line | None:
+    """The first aligned sentence that states the slot. The claim's subject is also
+    supported by its passage naming it, or by a sentence whose subject refers back to it
+    ('She took a teaching position ...')."""
     for line in lines:
         if any(slots_agree(slot, e) for e in line.analysis.slots):
             return line
         if slot.kind == "entity" and mentions(line.analysis.text, slot.text):
             return line
+        if slot.kind != "entity" and _normal(slot.text) in _normal(line.analysis.text):
+            return line
+    for line in lines:  # the rest of the aligned sentence's passage, as written
+        passage = passages[line.aligned.sentence.passage_index] if passages else line.analysis.text
+        if slot.kind == "entity":
+            if mentions(passage, slot.text) or slot.role.dep in _SUBJECT_DEPS and _anaphoric_subject(line.analysis):
+                return line
+        elif _normal(slot.text) in _normal(passage):
+            return line
     return None
+
+
+def _normal(text: str) -> str:
+    return " ".join(text.lower().replace(",", "").split())
+
+
+def _anaphoric_subject(analysis: Analysis) -> bool:
+    """The sentence's subject is a pronoun or a definite description ('it', 'the film')."""
+    if analysis.subject is None:
+        return False
+    words = analysis.text[analysis.subject[0] : analysis.subject[1]].lower().split()
+    return bool(words) and (words[0] in _ANAPHORS or len(words) == 2 and words[0] in ("the", "this"))
+
+
+def _same_objects(claim: Relation, evidence: Relation) -> bool:
+    """Negation and antonyms contradict only about the same thing: 'is not a musician'
+    does not conflict with 'is a football player'."""
+    if not claim.objects:
+        return True
+    return bool(claim.objects & evidence.objects) or bool(
+        {stem(o) for o in claim.objects} & {stem(o) for o in evidence.objects}
+    )
+
+
+def _missing_markers(claim: Analysis, lines: list[_Line]) -> list[str]:
+    """Polarity and exclusivity words of the claim ('not', 'only', 'never', 'yet to') that no
+    aligned sentence has: without them the evidence does not say what the claim says."""
+    text = " " + " ".join(ln.analysis.text.lower() for ln in lines) + " "
+    claim_text = " " + claim.text.lower() + " "
+    missing = [m.strip() for m in _MARKERS if m in claim_text and m not in text]
+    best = " " + lines[0].analysis.text.lower() + " "  # and the other way round, in the best sentence
+    return missing + [m.strip() for m in _MARKERS if m in best and m not in claim_text]
 
 
 def _same_subject(claim: Analysis, line: _Line, support: dict[Slot, _Line]) -> bool:
@@ -244,8 +303,10 @@ def _best_candidate(slot: Slot, candidates: list[Slot]) -> Slot | None:
     if len(ranked) > 1 and _role_similarity(slot, ranked[1]) >= best:
         return None
     if slot.kind == "entity":  # names are many per sentence: only the same role of the same verb
-        same_verb = slot.role.verb is not None and ranked[0].role.verb == slot.role.verb
-        return ranked[0] if (same_verb or ranked[0].role.head == slot.role.head) and best >= 2.5 else None
+        choice = ranked[0]
+        same_verb = slot.role.verb is not None and choice.role.verb == slot.role.verb
+        same_role = (same_verb or choice.role.head == slot.role.head) and choice.role.prep == slot.role.prep
+        return choice if same_role and best >= 2.5 else None
     return ranked[0] if best >= (0.0 if len(ranked) == 1 else 1.0) else None
 
 
@@ -269,17 +330,21 @@ def _coverage(claim: Analysis, lines: list[_Line], support: dict[Slot, _Line]) -
     return term_recall(claim.terms, tuple(present)) if claim.terms else 0.0
 
 
-def _relation_supported(claim: Analysis, lines: list[_Line]) -> bool:
+def _relation_supported(claim: Analysis, lines: list[_Line], support: dict[Slot, _Line]) -> bool:
+    """The main verb (unless light: be, have, ...) and its objects and complements ('is a
+    county' needs 'county') occur in the aligned sentences."""
     main = claim.relation
-    if main is None or main.lemma in _LIGHT_VERBS:
+    if main is None:
         return True
-    lemma_stem = stem(main.lemma)
+    present = {t for line in lines for t in line.analysis.terms}
+    for slot in support:
+        present.update(terms(slot.text))
     for line in lines:
-        if any(r.lemma == main.lemma for r in line.analysis.relations):
-            return True
-        if lemma_stem in line.analysis.terms or stem(main.text.lower()) in line.analysis.terms:
-            return True
-    return False
+        present.update(r.lemma for r in line.analysis.relations)
+    if main.lemma not in _LIGHT_VERBS and not ({main.lemma, stem(main.lemma), stem(main.text.lower())} & present):
+        return False
+    objects = [o for o in main.objects if o.isalpha() and o not in _STOP_OBJECTS]
+    return all(o in present or stem(o) in present for o in objects)
 
 
 def _claim_span(claim: str) -> tuple[int, int]:
