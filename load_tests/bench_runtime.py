@@ -6,7 +6,7 @@ turns: every round runs each system at each concurrency for ``--seconds``, so a 
 machine disturbs all systems alike; the table shows medians over rounds. A request is one
 sentence; ``concurrency`` clients send requests back to back.
 
-    python -m load_tests.bench_runtime --rounds 3 --seconds 3
+    python -m load_tests.bench_runtime --rounds 5 --seconds 2
 """
 
 from __future__ import annotations
@@ -127,9 +127,12 @@ async def _drive(call: Callable[[str], Awaitable[Any]], concurrency: int, second
             latencies.append(time.perf_counter() - t0)
             i += concurrency
 
-    start = time.perf_counter()
+    process = psutil.Process()
+    cpu0, start = process.cpu_times(), time.perf_counter()
     await asyncio.gather(*(client(k) for k in range(concurrency)))
-    return {"latencies": latencies, "elapsed": time.perf_counter() - start}
+    cpu1 = process.cpu_times()
+    cpu = (cpu1.user - cpu0.user) + (cpu1.system - cpu0.system)
+    return {"latencies": latencies, "elapsed": time.perf_counter() - start, "cpu": cpu}
 
 
 def worker(system: str, models_dir: str | None) -> None:
@@ -206,6 +209,7 @@ def run(concurrencies: list[int], rounds: int, seconds: float, models_dir: str |
                 lat = res["latencies"]
                 cells.setdefault((name, c), []).append({
                     "rate": len(lat) / res["elapsed"],
+                    "per_cpu": len(lat) / max(res["cpu"], 1e-9),
                     "p50": _percentile(lat, 0.50) * 1000,
                     "p99": _percentile(lat, 0.99) * 1000,
                 })
@@ -222,14 +226,19 @@ def _table(cells: dict[tuple[str, int], list[dict[str, float]]], memory: dict[st
     load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
     lines = [f"Embeddings of one sentence per request; medians over {rounds} rounds of {seconds:g} s per cell; "
              f"{os.cpu_count()} CPUs, load average at the end {load}.", "",
-             "| system | concurrency | embeddings/s | p50 ms | p99 ms | x PyTorch (median of per-round ratios) |",
-             "|---|---:|---:|---:|---:|---:|"]
+             "| system | concurrency | embeddings/s | p50 ms | p99 ms | x PyTorch | embeddings per CPU-s | x PyTorch |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|"]
     for c in concurrencies:
         base = cells[("pytorch", c)]
         for name, label in SYSTEMS.items():
-            ratios = [x["rate"] / b["rate"] for x, b in zip(cells[(name, c)], base, strict=True)]
+            ratio, cpu_ratio = (
+                statistics.median(x[key] / b[key] for x, b in zip(cells[(name, c)], base, strict=True))
+                for key in ("rate", "per_cpu")
+            )
             lines.append(f"| {label} | {c} | {med(name, c, 'rate'):.1f} | {med(name, c, 'p50'):.1f} | "
-                         f"{med(name, c, 'p99'):.1f} | {statistics.median(ratios):.2f} |")
+                         f"{med(name, c, 'p99'):.1f} | {ratio:.2f} | {med(name, c, 'per_cpu'):.1f} | {cpu_ratio:.2f} |")
+    lines += ["", "Ratios are medians of per-round ratios. On a shared machine a process's share of the CPU "
+              "follows its runnable thread count, so embeddings per CPU-second is the fairer comparison there."]
     lines += ["", "| system | RSS before imports MB | RSS loaded MB | imports + model MB | peak RSS MB |",
               "|---|---:|---:|---:|---:|"]
     for name, label in SYSTEMS.items():
@@ -242,8 +251,8 @@ def _table(cells: dict[tuple[str, int], list[dict[str, float]]], memory: dict[st
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--concurrency", default="1,8,32", help="comma-separated client counts")
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--seconds", type=float, default=3.0, help="duration of one cell")
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--seconds", type=float, default=2.0, help="duration of one cell")
     parser.add_argument("--models-dir", default=None, help="ONNX export cache (default: settings)")
     parser.add_argument("--worker", choices=sorted(SYSTEMS), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)

@@ -40,8 +40,8 @@ def export(
 
 def bench_runtime(
     concurrency: Annotated[str, typer.Option(help="comma-separated client counts")] = "1,8,32",
-    rounds: Annotated[int, typer.Option(help="rounds; the table shows medians")] = 3,
-    seconds: Annotated[float, typer.Option(help="duration of one (system, concurrency) cell")] = 3.0,
+    rounds: Annotated[int, typer.Option(help="rounds; the table shows medians")] = 5,
+    seconds: Annotated[float, typer.Option(help="duration of one (system, concurrency) cell")] = 2.0,
 ) -> None:
     """Embeddings/s and p50/p99 latency: PyTorch unbatched vs ONNX fp32/int8 micro-batched."""
     from load_tests.bench_runtime import main
