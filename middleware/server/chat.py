@@ -16,7 +16,7 @@ from middleware.checking import CheckRunner
 from middleware.errors import RequestError, UpstreamError
 from middleware.interfaces import Upstream
 from middleware.metrics import ACTIVE_STREAMS, ADDED_LATENCY, REQUESTS, TIME_TO_FIRST_TOKEN, UPSTREAM_ERRORS
-from middleware.segmenter import StreamSegmenter
+from middleware.segmenter import segment_text
 from middleware.server.protocol import ChatRequest, parse_chat_request, resolve_mode
 from middleware.settings import Settings
 from middleware.stream import ChatStream, Out
@@ -145,9 +145,7 @@ def _message_content(completion: dict[str, Any]) -> str | None:
 
 
 def sentences_of(text: str) -> list[Sentence]:
-    segmenter = StreamSegmenter()
-    segments = segmenter.feed(text) + segmenter.flush()
-    checkable = [s for s in segments if s.checkable]
+    checkable = [s for s in segment_text(text) if s.checkable]
     return [
         Sentence(index=i, start=s.start, end=s.end, text=s.text, code_spans=s.code_spans)
         for i, s in enumerate(checkable)
