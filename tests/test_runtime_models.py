@@ -13,8 +13,8 @@ import pytest
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
-from middleware.interfaces import Embedder, PairScorer  # noqa: E402
-from middleware.runtime import (  # noqa: E402
+from middleware.interfaces import Embedder, PairScorer
+from middleware.runtime import (
     OnnxEmbedder,
     OnnxPairScorer,
     OnnxSeq2Seq,
@@ -24,15 +24,17 @@ from middleware.runtime import (  # noqa: E402
     load_pair_scorer,
     resolve_model,
 )
-from middleware.settings import RuntimeSettings  # noqa: E402
-from onnx_models.export import export_model  # noqa: E402
-from onnx_models.manifest import ManifestError, read_manifest, sha256_file  # noqa: E402
+from middleware.settings import RuntimeSettings
+from onnx_models.export import export_model
+from onnx_models.manifest import ManifestError, read_manifest, sha256_file
 
-WORDS = (
-    "the a tower river city paris france was is in on of built opened completed born died won prize "
-    "physics chemistry 1889 1903 1867 warsaw london big small old new first last king queen war peace "
-    "not never always blue red green mountain sea ocean flows into north south east west"
-).split()
+WORDS = [
+    "the", "a", "tower", "river", "city", "paris", "france", "was", "is", "in", "on", "of", "built",
+    "opened", "completed", "born", "died", "won", "prize", "physics", "chemistry", "1889", "1903",
+    "1867", "warsaw", "london", "big", "small", "old", "new", "first", "last", "king", "queen",
+    "war", "peace", "not", "never", "always", "blue", "red", "green", "mountain", "sea", "ocean",
+    "flows", "into", "north", "south", "east", "west",
+]
 NLI_LABELS = ["entailment", "neutral", "contradiction"]
 
 
@@ -373,6 +375,31 @@ def test_resolver_quantises_a_cached_fp32_export_without_torch(
     monkeypatch.setattr(onnx_models.export, "export_model", no_export)
     int8 = resolve_model(str(checkpoints["nli"]), "nli", settings, quantize="int8")
     assert int8 != plain and read_manifest(int8).quantization == "int8"
+
+
+def test_a_hub_id_is_exported_into_the_cache(
+    exports: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No network here: the exporter is replaced by a copy of a tiny export, to see what the
+    resolver asks of it for a hub id."""
+    import shutil
+
+    import onnx_models.export
+
+    calls = []
+
+    def fake_export(source: str, task: str, out: Path, quantize: str, max_length: int) -> Path:
+        calls.append((source, task, quantize, max_length))
+        shutil.copytree(exports["nli-int8"], out)
+        return out
+
+    monkeypatch.setattr(onnx_models.export, "export_model", fake_export)
+    settings = settings_for(tmp_path)
+    first = resolve_model("some-org/some-nli-model", "nli", settings)
+    assert first == cache_dir("some-org/some-nli-model", "nli", "int8", settings)
+    assert first.name.startswith("some-nli-model-nli-int8-")
+    assert resolve_model("some-org/some-nli-model", "nli", settings) == first
+    assert calls == [("some-org/some-nli-model", "nli", "int8", 256)]
 
 
 def test_cache_key_separates_task_quantisation_and_retrained_checkpoints(

@@ -197,7 +197,7 @@ class MicroBatcher(Generic[Item, Result]):
         except asyncio.CancelledError:
             self._settle(live, BatcherClosed(f"batcher {self.name!r} stopped during inference"))
             raise
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - any failure goes to this batch's callers
             log.warning("batch of %d on %s failed: %s", len(live), self.name, exc)
             self._settle(live, exc)
             return

@@ -23,8 +23,8 @@ def export(
     labels: Annotated[str | None, typer.Option(help="comma-separated output label names (nli/rerank)")] = None,
 ) -> None:
     """Export a checkpoint to ONNX with its tokenizer and a manifest (needs the train extra)."""
-    from onnx_models.export import export_model
     from middleware.runtime.resolve import cache_dir
+    from onnx_models.export import export_model
 
     if task not in TASKS:
         raise typer.BadParameter(f"expected one of {', '.join(TASKS)}", param_hint="--task")

@@ -8,6 +8,7 @@ concatenate the encoder states of one group along the sequence axis (``fuse``), 
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -29,7 +30,7 @@ def fuse(states: np.ndarray, mask: np.ndarray, group_sizes: Sequence[int]) -> tu
     width = max(int(g) for g in group_sizes) * states.shape[1]
     fused = np.zeros((len(group_sizes), width, states.shape[2]), dtype=states.dtype)
     fused_mask = np.zeros((len(group_sizes), width), dtype=mask.dtype)
-    for row, (start, end) in enumerate(zip(bounds[:-1], bounds[1:], strict=True)):
+    for row, (start, end) in enumerate(itertools.pairwise(bounds)):
         n = (end - start) * states.shape[1]
         fused[row, :n] = states[start:end].reshape(n, states.shape[2])
         fused_mask[row, :n] = mask[start:end].reshape(n)
