@@ -52,7 +52,7 @@ class Aligner:
         self,
         embedder: Embedder | None = None,
         *,
-        prefilter: int = 16,
+        prefilter: int = 8,
         lexical_weight: float = 0.5,
         cache_size: int = 8192,
     ) -> None:

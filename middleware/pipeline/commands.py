@@ -121,6 +121,34 @@ def eval_verify(
     asyncio.run(run())
 
 
+def bench_verify(
+    backend: Annotated[list[str] | None, typer.Option(help=_BACKEND_HELP + "; repeatable")] = None,
+    n: Annotated[int, typer.Option(help="claims per run")] = 100,
+    concurrency: Annotated[list[int] | None, typer.Option(help="concurrent verifications; repeatable")] = None,
+) -> None:
+    """Verification latency: a claim against five 4-sentence demo-corpus passages. The first
+    pass parses and embeds cold; the second hits the caches (repeated evidence)."""
+    from middleware.pipeline.benchmark import bench, demo_cases
+
+    cases = demo_cases(n)
+    typer.echo(f"{'backend':8} {'conc':>4} {'pass':5} {'p50 ms':>8} {'p95 ms':>8} {'claims/s':>9}")
+
+    async def run() -> None:
+        for name in backend or ["slots"]:
+            verifier = _verifier(name)
+            await verifier.verify(cases[0].claim, passages_from_texts(cases[0].evidence))  # load models
+            for level in concurrency or [1]:
+                for label in ("cold", "warm"):
+                    stats = await bench(verifier, cases, level)
+                    typer.echo(
+                        f"{verifier.name:8} {level:4d} {label:5} {stats['p50_ms']:8.1f} {stats['p95_ms']:8.1f} "
+                        f"{stats['claims_per_s']:9.1f}"
+                    )
+
+    asyncio.run(run())
+
+
 def register(app: typer.Typer) -> None:
     app.command("verify")(verify)
     app.command("eval-verify")(eval_verify)
+    app.command("bench-verify")(bench_verify)

@@ -1,0 +1,75 @@
+"""Verification latency on streaming-sized inputs: one claim against five 4-sentence
+passages, as the checker sees them after search. Claims are sentences of the packaged demo
+corpus, half of them with a number changed."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import re
+import statistics
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from middleware.pipeline.sentences import split_sentences
+from middleware.pipeline.verifiers import Verifier, passages_from_texts
+
+DEMO_CORPUS = Path(__file__).resolve().parent.parent / "evidence" / "demo_corpus"
+
+
+@dataclass(frozen=True)
+class Case:
+    claim: str
+    evidence: list[str]
+
+
+def demo_cases(n: int, seed: int = 0, corpus: Path = DEMO_CORPUS, passages_per_claim: int = 5) -> list[Case]:
+    passages: list[str] = []
+    for path in sorted(corpus.rglob("*.md")):
+        for paragraph in path.read_text(encoding="utf-8").split("\n\n"):
+            if paragraph.startswith("#") or not paragraph.strip():
+                continue
+            spans = split_sentences(paragraph)
+            for i in range(0, len(spans), 4):
+                chunk = spans[i : i + 4]
+                passages.append(paragraph[chunk[0][0] : chunk[-1][1]])
+    if not passages:
+        raise FileNotFoundError(f"no demo corpus under {corpus}")
+    rng = random.Random(seed)
+    cases = []
+    for k in range(n):
+        home = rng.choice(passages)
+        spans = split_sentences(home)
+        start, end = rng.choice(spans)
+        claim = home[start:end]
+        if k % 2:
+            claim = re.sub(r"\d", lambda m: str((int(m.group()) + 3) % 10), claim, count=1)
+        others = rng.sample(passages, passages_per_claim - 1)
+        evidence = [home, *others]
+        rng.shuffle(evidence)
+        cases.append(Case(claim, evidence))
+    return cases
+
+
+async def bench(verifier: Verifier, cases: list[Case], concurrency: int = 1) -> dict[str, float]:
+    """Per-claim verification latency (ms): p50, p95, mean; claims/s at ``concurrency``."""
+    semaphore = asyncio.Semaphore(concurrency)
+    latencies: list[float] = []
+
+    async def one(case: Case) -> None:
+        async with semaphore:
+            t0 = time.perf_counter()
+            await verifier.verify(case.claim, passages_from_texts(case.evidence))
+            latencies.append((time.perf_counter() - t0) * 1000)
+
+    started = time.perf_counter()
+    await asyncio.gather(*(one(c) for c in cases))
+    wall = time.perf_counter() - started
+    ordered = sorted(latencies)
+    return {
+        "p50_ms": statistics.median(ordered),
+        "p95_ms": ordered[min(len(ordered) - 1, int(0.95 * len(ordered)))],
+        "mean_ms": statistics.fmean(ordered),
+        "claims_per_s": len(cases) / wall,
+    }
