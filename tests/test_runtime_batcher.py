@@ -150,3 +150,20 @@ def test_a_batcher_survives_a_new_event_loop() -> None:
     batcher = MicroBatcher(Recorder(), max_batch=4, max_wait_ms=1, name="t-loops")
     assert asyncio.run(batcher.submit(1)) == 2
     assert asyncio.run(batcher.submit(2)) == 4
+
+
+def test_two_event_loops_in_two_threads_share_a_batcher() -> None:
+    run = Recorder(delay=0.01)
+    batcher = MicroBatcher(run, max_batch=4, max_wait_ms=5, name="t-threads")
+
+    async def many(offset: int) -> list[int]:
+        return list(await asyncio.gather(*(batcher.submit(offset + i) for i in range(12))))
+
+    results: dict[str, list[int]] = {}
+    other = threading.Thread(target=lambda: results.setdefault("thread", asyncio.run(many(100))))
+    other.start()
+    results["main"] = asyncio.run(many(0))
+    other.join(timeout=30)
+    assert results["main"] == [2 * i for i in range(12)]
+    assert results["thread"] == [2 * (100 + i) for i in range(12)]
+    assert all(max(b) < 100 or min(b) >= 100 for b in run.batches)  # one loop's futures per batch

@@ -14,11 +14,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
 from middleware.metrics import BATCH_SIZE, INFERENCE_TIME, QUEUE_WAIT
@@ -40,6 +41,17 @@ class _Pending(Generic[Item, Result]):
     enqueued: float
 
 
+@dataclass
+class _Lane(Generic[Item, Result]):
+    """The queue and worker task of one event loop (futures belong to their loop)."""
+
+    loop: asyncio.AbstractEventLoop
+    queue: deque[_Pending[Item, Result]] = field(default_factory=deque)
+    arrived: asyncio.Event = field(default_factory=asyncio.Event)
+    full: asyncio.Event = field(default_factory=asyncio.Event)
+    worker: asyncio.Task[None] | None = None
+
+
 class BatcherClosed(RuntimeError):
     """The batcher was closed while the item waited."""
 
@@ -48,7 +60,11 @@ class MicroBatcher(Generic[Item, Result]):
     """Batches items from concurrent callers into calls of ``run_batch(items) -> results``
     (same length and order). ``size_of`` measures an item for length bucketing; a new bucket
     starts when padding to the next item would waste more than the bucket's real size and more
-    than ``pad_slack`` units."""
+    than ``pad_slack`` units.
+
+    Each event loop that submits gets its own queue and worker task (a server loop and an
+    ``asyncio.run`` in another thread can share one model); all lanes run their batches on the
+    batcher's single inference thread, one at a time."""
 
     def __init__(
         self,
@@ -68,11 +84,8 @@ class MicroBatcher(Generic[Item, Result]):
         self.size_of = size_of or (lambda _item: 1)
         self.pad_slack = pad_slack
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"batch-{name}")
-        self._queue: deque[_Pending[Item, Result]] = deque()
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._worker: asyncio.Task[None] | None = None
-        self._arrived = asyncio.Event()
-        self._full = asyncio.Event()
+        self._lanes: dict[asyncio.AbstractEventLoop, _Lane[Item, Result]] = {}
+        self._lanes_lock = threading.Lock()
         self._closed = False
 
     async def submit(self, item: Item) -> Result:
@@ -84,81 +97,101 @@ class MicroBatcher(Generic[Item, Result]):
             raise BatcherClosed(f"batcher {self.name!r} is closed")
         if not items:
             return []
-        loop = self._bind_loop()
-        now = loop.time()
+        lane = self._lane()
+        now = lane.loop.time()
         futures = []
         for item in items:
-            future: asyncio.Future[Result] = loop.create_future()
-            self._queue.append(_Pending(item, self.size_of(item), future, now))
+            future: asyncio.Future[Result] = lane.loop.create_future()
+            lane.queue.append(_Pending(item, self.size_of(item), future, now))
             futures.append(future)
-        self._arrived.set()
-        if len(self._queue) >= self.max_batch:
-            self._full.set()
+        lane.arrived.set()
+        if len(lane.queue) >= self.max_batch:
+            lane.full.set()
         return list(await asyncio.gather(*futures))
 
     async def aclose(self) -> None:
-        """Stop the worker; waiting callers get ``BatcherClosed``."""
+        """Stop the workers; waiting callers get ``BatcherClosed``. Call it from the loop that
+        used the batcher (other loops' workers are cancelled thread-safely)."""
         self._closed = True
-        if self._worker is not None and not self._worker.done():
-            self._worker.cancel()
-            try:
-                await self._worker
-            except asyncio.CancelledError:
-                pass
-        self._fail_queued(BatcherClosed(f"batcher {self.name!r} closed"))
+        current = asyncio.get_running_loop()
+        with self._lanes_lock:
+            lanes, self._lanes = list(self._lanes.values()), {}
+        for lane in lanes:
+            if lane.loop is current:
+                await self._stop(lane)
+            elif not lane.loop.is_closed():
+                lane.loop.call_soon_threadsafe(self._fail_lane, lane)
         self._executor.shutdown(wait=False)
 
-    def _bind_loop(self) -> asyncio.AbstractEventLoop:
-        """Start the worker on the running loop; a new loop (tests, a restarted app) gets a
-        fresh queue, since futures of another loop cannot be awaited here."""
-        loop = asyncio.get_running_loop()
-        if self._loop is not loop or self._worker is None or self._worker.done():
-            if self._loop is not loop:
-                self._queue.clear()
-                self._arrived, self._full = asyncio.Event(), asyncio.Event()
-            self._loop = loop
-            self._worker = loop.create_task(self._work(), name=f"batcher-{self.name}")
-        return loop
+    async def _stop(self, lane: _Lane[Item, Result]) -> None:
+        if lane.worker is not None and not lane.worker.done():
+            lane.worker.cancel()
+            try:
+                await lane.worker
+            except asyncio.CancelledError:
+                pass
+        self._fail_lane(lane)
 
-    async def _work(self) -> None:
+    def _fail_lane(self, lane: _Lane[Item, Result]) -> None:
+        if lane.worker is not None:
+            lane.worker.cancel()
+        closed = BatcherClosed(f"batcher {self.name!r} closed")
+        while lane.queue:
+            pending = lane.queue.popleft()
+            if not pending.future.done():
+                pending.future.set_exception(closed)
+
+    def _lane(self) -> _Lane[Item, Result]:
+        """The running loop's lane, with a live worker; lanes of closed loops are dropped."""
+        loop = asyncio.get_running_loop()
+        with self._lanes_lock:
+            for old in [lp for lp in self._lanes if lp.is_closed()]:
+                del self._lanes[old]
+            lane = self._lanes.get(loop)
+            if lane is None:
+                lane = self._lanes[loop] = _Lane(loop)
+        if lane.worker is None or lane.worker.done():
+            lane.worker = loop.create_task(self._work(lane), name=f"batcher-{self.name}")
+        return lane
+
+    async def _work(self, lane: _Lane[Item, Result]) -> None:
         while True:
-            if not self._queue:
-                self._arrived.clear()
-                await self._arrived.wait()
+            if not lane.queue:
+                lane.arrived.clear()
+                await lane.arrived.wait()
                 continue
-            await self._fill()
-            taken = self._take()
+            await self._fill(lane)
+            taken = self._take(lane)
             try:
                 for bucket in self._buckets(taken):
-                    await self._run(bucket)
+                    await self._run(lane.loop, bucket)
             except Exception as exc:  # a fault here must not strand the callers
                 log.exception("batcher %s failed outside inference", self.name)
                 self._settle(taken, exc)
 
-    async def _fill(self) -> None:
+    async def _fill(self, lane: _Lane[Item, Result]) -> None:
         """Wait until a batch is full or the oldest item's wait is up."""
-        assert self._loop is not None
-        deadline = self._queue[0].enqueued + self.max_wait
-        while len(self._queue) < self.max_batch:
-            remaining = deadline - self._loop.time()
+        deadline = lane.queue[0].enqueued + self.max_wait
+        while len(lane.queue) < self.max_batch:
+            remaining = deadline - lane.loop.time()
             if remaining <= 0:
                 return
-            self._full.clear()
+            lane.full.clear()
             try:
                 async with asyncio.timeout(remaining):
-                    await self._full.wait()
+                    await lane.full.wait()
             except TimeoutError:
                 return
 
-    def _take(self) -> list[_Pending[Item, Result]]:
+    def _take(self, lane: _Lane[Item, Result]) -> list[_Pending[Item, Result]]:
         taken: list[_Pending[Item, Result]] = []
         limit = self.max_batch * MAX_TAKE_BATCHES
-        while self._queue and len(taken) < limit:
-            pending = self._queue.popleft()
+        while lane.queue and len(taken) < limit:
+            pending = lane.queue.popleft()
             if not pending.future.done():  # cancelled callers are dropped here
                 taken.append(pending)
-        if len(self._queue) < self.max_batch:
-            self._full.clear()
+        if len(lane.queue) < self.max_batch:
+            lane.full.clear()
         return taken
 
     def _buckets(self, taken: list[_Pending[Item, Result]]) -> list[list[_Pending[Item, Result]]]:
@@ -180,12 +213,11 @@ class MicroBatcher(Generic[Item, Result]):
         waste = (count + 1) * size - (real + size)
         return waste > max(real + size, self.pad_slack)
 
-    async def _run(self, bucket: list[_Pending[Item, Result]]) -> None:
-        assert self._loop is not None
+    async def _run(self, loop: asyncio.AbstractEventLoop, bucket: list[_Pending[Item, Result]]) -> None:
         live = [p for p in bucket if not p.future.done()]
         if not live:
             return
-        now = self._loop.time()
+        now = loop.time()
         wait = QUEUE_WAIT.labels(model=self.name)
         for pending in live:
             wait.observe(now - pending.enqueued)
@@ -193,7 +225,7 @@ class MicroBatcher(Generic[Item, Result]):
         items = [p.item for p in live]
         started = time.perf_counter()
         try:
-            results = await self._loop.run_in_executor(self._executor, self._call, items)
+            results = await loop.run_in_executor(self._executor, self._call, items)
         except asyncio.CancelledError:
             self._settle(live, BatcherClosed(f"batcher {self.name!r} stopped during inference"))
             raise
@@ -217,10 +249,4 @@ class MicroBatcher(Generic[Item, Result]):
     def _settle(live: list[_Pending[Item, Result]], exc: BaseException) -> None:
         for pending in live:
             if not pending.future.done():
-                pending.future.set_exception(exc)
-
-    def _fail_queued(self, exc: BaseException) -> None:
-        while self._queue:
-            pending = self._queue.popleft()
-            if not pending.future.done() and not pending.future.get_loop().is_closed():
                 pending.future.set_exception(exc)
