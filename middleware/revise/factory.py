@@ -1,0 +1,86 @@
+"""Build the configured editor (and, for the standalone commands, a verifier) from settings."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+from middleware.pipeline.alignment import Aligner
+from middleware.pipeline.llm import ChatModel
+from middleware.pipeline.verifiers import HybridVerifier, NLIVerifier, SlotsVerifier, Verifier
+from middleware.revise.editors.llm import LLMEditor
+from middleware.revise.editors.seq2seq import Seq2SeqEditor, read_template
+from middleware.revise.editors.slots import SlotsEditor
+from middleware.revise.guards import EditGuard, GuardedEditor
+from middleware.settings import Settings
+from onnx_models.manifest import is_export_dir
+from onnx_models.sources import BUNDLED, BUNDLED_DIRS
+
+log = logging.getLogger(__name__)
+
+EDITORS = ("slots", "llm", "seq2seq")
+
+
+def build_editor(
+    settings: Settings,
+    verifier: Verifier,
+    *,
+    backend: str | None = None,
+    model: str | None = None,
+    chat: ChatModel | None = None,
+    guard: EditGuard | None = None,
+) -> GuardedEditor:
+    """The editor ``settings.pipeline.editor`` (or ``backend``) names, behind the guards.
+
+    - slots: re-verifies candidate edits with ``verifier``;
+    - llm: ``chat`` or a ``ChatClient`` on the pipeline's LLM settings;
+    - seq2seq: ``model`` or ``settings.pipeline.seq2seq_model`` (hub id, checkpoint or export)."""
+    name = backend or settings.pipeline.editor
+    guard = guard or EditGuard()
+    if name == "slots":
+        aligner = verifier.slots.aligner if isinstance(verifier, HybridVerifier) else getattr(verifier, "aligner", None)
+        return GuardedEditor(SlotsEditor(verifier, aligner=aligner, guard=guard), guard)
+    if name == "llm":
+        if chat is None:
+            from adapters.llm import ChatClient  # composition root: the engine does not import adapters
+
+            chat = ChatClient.from_settings(settings)
+        return GuardedEditor(LLMEditor(chat, guard=guard), guard)
+    if name == "seq2seq":
+        spec = model or settings.pipeline.seq2seq_model
+        if not spec:
+            raise ValueError("the seq2seq editor needs a model: set pipeline.seq2seq_model or pass --model")
+        from middleware.runtime import load_seq2seq
+
+        served = load_seq2seq(spec, settings.runtime)
+        template = read_template(spec) if Path(spec).is_dir() else read_template(None)
+        return GuardedEditor(Seq2SeqEditor(served, template=template), guard)
+    raise ValueError(f"unknown editor {name!r}; expected one of {EDITORS}")
+
+
+def nli_available(settings: Settings) -> bool:
+    """Is there an NLI model to use without downloading? (the bundled export, or a
+    configured local export or checkpoint directory)"""
+    spec = settings.runtime.nli_model
+    if spec == BUNDLED:
+        return is_export_dir(BUNDLED_DIRS["nli"])
+    return Path(spec).is_dir()
+
+
+def build_eval_verifier(settings: Settings, name: str = "auto", *, embed: bool = False) -> Verifier:
+    """The verifier of the standalone commands (``edit``, ``eval-edit``): 'auto' is hybrid
+    when an NLI model is available offline, else slots. Alignment is lexical unless
+    ``embed`` (then the pipeline's own builder, with the embedder, is used)."""
+    from middleware.pipeline import factory as pipeline
+
+    if name == "auto":
+        name = "hybrid" if nli_available(settings) else "slots"
+    if embed:
+        return pipeline.build_verifier(settings, name)
+    slots = SlotsVerifier(Aligner(None), top_k=settings.pipeline.verify_top_k)
+    if name == "slots":
+        return slots
+    if name not in ("hybrid", "nli"):
+        raise ValueError(f"unknown verifier {name!r} for this command; expected auto, slots, nli or hybrid")
+    nli = NLIVerifier(pipeline.load_nli_scorer(settings), max_windows=settings.pipeline.nli_max_windows)
+    return nli if name == "nli" else HybridVerifier(nli, slots)
