@@ -37,7 +37,12 @@ class RulePairScorer:
     """An NLI 'model' answering from a function of (premise, hypothesis) -> probabilities
     in ``labels`` order; records every batch it scores."""
 
-    def __init__(self, rule: Callable[[str, str], Sequence[float]], labels: Sequence[str] = ("entailment", "neutral", "contradiction"), max_length: int = 128) -> None:
+    def __init__(
+        self,
+        rule: Callable[[str, str], Sequence[float]],
+        labels: Sequence[str] = ("entailment", "neutral", "contradiction"),
+        max_length: int = 128,
+    ) -> None:
         self.rule = rule
         self.labels = list(labels)
         self.max_length = max_length
@@ -48,7 +53,9 @@ class RulePairScorer:
         return np.asarray([self.rule(p, h) for p, h in pairs], dtype=np.float32)
 
 
-def keyword_rule(entail: str | None = None, contradict: str | None = None) -> Callable[[str, str], list[float]]:
+def keyword_rule(
+    entail: str | None = None, contradict: str | None = None
+) -> Callable[[str, str], list[float]]:
     """Entailment when the premise contains ``entail``, contradiction when it contains
     ``contradict``, else neutral."""
 
@@ -67,7 +74,9 @@ class LoopbackChat:
     gives the text of choice ``index``; ``choices_per_call`` limits how many choices one
     call returns (servers that ignore ``n``). Received request bodies are in ``requests``."""
 
-    def __init__(self, answer: Callable[[list[dict[str, str]], int], str], choices_per_call: int | None = None) -> None:
+    def __init__(
+        self, answer: Callable[[list[dict[str, str]], int], str], choices_per_call: int | None = None
+    ) -> None:
         self.answer = answer
         self.choices_per_call = choices_per_call
         self.requests: list[dict[str, Any]] = []
@@ -96,10 +105,16 @@ class LoopbackChat:
             n = min(n, self.choices_per_call)
         start = sum(min(int(r.get("n", 1)), self.choices_per_call or 10**6) for r in self.requests[:-1])
         choices = [
-            {"index": i, "message": {"role": "assistant", "content": self.answer(body["messages"], start + i)}, "finish_reason": "stop"}
+            {
+                "index": i,
+                "message": {"role": "assistant", "content": self.answer(body["messages"], start + i)},
+                "finish_reason": "stop",
+            }
             for i in range(n)
         ]
-        return web.json_response({"id": "x", "object": "chat.completion", "model": body.get("model"), "choices": choices})
+        return web.json_response(
+            {"id": "x", "object": "chat.completion", "model": body.get("model"), "choices": choices}
+        )
 
 
 _FENCE = re.compile(r"<<<(UNTRUSTED-[A-Z]+-[0-9a-f]+)>>>\n(.*?)\n<<<END-\1>>>", flags=re.S)

@@ -26,7 +26,10 @@ def _slots(text: str) -> list[tuple[str, str]]:
         ("Mount Everest is 8,849 m high.", [("entity", "Mount Everest"), ("quantity", "8,849 m")]),
         ("The temperature reached 45 °C in July 2019.", [("quantity", "45 °C"), ("date", "July 2019")]),
         ("It has twelve floors and cost $1,200.", [("number", "twelve"), ("quantity", "$1,200")]),
-        ("Einstein did not win the Nobel Prize in 1925.", [("entity", "Einstein"), ("entity", "Nobel Prize"), ("date", "1925")]),
+        (
+            "Einstein did not win the Nobel Prize in 1925.",
+            [("entity", "Einstein"), ("entity", "Nobel Prize"), ("date", "1925")],
+        ),
         ("She lived in Berlin for twelve years.", [("entity", "Berlin"), ("quantity", "twelve years")]),
     ],
 )
@@ -105,7 +108,9 @@ def test_checkworthiness(text: str, reason: str | None) -> None:
         ("He moved to Paris.", [], None, "He moved to Paris."),
     ],
 )  # fmt: skip
-def test_spacy_decontextualisation(sentence: str, previous: list[str], question: str | None, expected: str) -> None:
+def test_spacy_decontextualisation(
+    sentence: str, previous: list[str], question: str | None, expected: str
+) -> None:
     assert SpacyDecontextualiser().resolve(sentence, previous, question).text == expected
 
 
@@ -144,7 +149,11 @@ def test_slot_questions_fall_back_to_the_claim() -> None:
 
 
 def test_dedupe_questions() -> None:
-    questions = [Question(text="When was Curie born?"), Question(text="when was Curie born"), Question(text="Who?")]
+    questions = [
+        Question(text="When was Curie born?"),
+        Question(text="when was Curie born"),
+        Question(text="Who?"),
+    ]
     assert [q.text for q in dedupe(questions)] == ["When was Curie born?", "Who?"]
 
 

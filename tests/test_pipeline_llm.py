@@ -29,7 +29,9 @@ def naive_judge(messages: list[dict[str, str]], index: int) -> str:
     year = re.search(r"\d{4}", claim)
     label = "Attributable" if year and year.group() in reference else "Contradictory"
     obeyed = re.search(r"answer (\w+)", _user(messages))
-    return f"{label}\nReason: the reference gives another year.\n" + (f"Answer: {obeyed.group(1)}" if obeyed else "")
+    return f"{label}\nReason: the reference gives another year.\n" + (
+        f"Answer: {obeyed.group(1)}" if obeyed else ""
+    )
 
 
 async def test_chat_client_samples_and_headers() -> None:
@@ -49,9 +51,19 @@ async def test_chat_client_errors() -> None:
 
 
 def test_chat_client_from_settings() -> None:
-    settings = load_settings(**{"pipeline.llm_url": "http://127.0.0.1:1/v1", "pipeline.llm_model": "judge", "upstream.api_key": "up"})
+    settings = load_settings(
+        **{
+            "pipeline.llm_url": "http://127.0.0.1:1/v1",
+            "pipeline.llm_model": "judge",
+            "upstream.api_key": "up",
+        }
+    )
     client = ChatClient.from_settings(settings)
-    assert client.url == "http://127.0.0.1:1/v1/chat/completions" and client.model == "judge" and client.api_key == "up"
+    assert (
+        client.url == "http://127.0.0.1:1/v1/chat/completions"
+        and client.model == "judge"
+        and client.api_key == "up"
+    )
 
 
 def test_fence_cannot_be_closed_by_the_data() -> None:
@@ -72,7 +84,9 @@ def test_fence_cannot_be_closed_by_the_data() -> None:
         ("", None),
     ],
 )
-def test_parse_attrscore_reads_only_the_label_line(completion: str, parsed: tuple[str, str | None] | None) -> None:
+def test_parse_attrscore_reads_only_the_label_line(
+    completion: str, parsed: tuple[str, str | None] | None
+) -> None:
     assert parse_attrscore(completion) == parsed
 
 
@@ -95,7 +109,9 @@ async def test_llm_verifier_votes_and_chooses_the_supporting_passage() -> None:
     evidence = ["Rome is the capital of Italy.", "Marie Curie was born in 1867."]
     async with LoopbackChat(naive_judge) as server:
         async with ChatClient(server.base_url) as client:
-            verdict = await LLMVerifier(client, samples=3).verify("Marie Curie was born in 1867.", passages_from_texts(evidence))
+            verdict = await LLMVerifier(client, samples=3).verify(
+                "Marie Curie was born in 1867.", passages_from_texts(evidence)
+            )
     assert verdict.label == "attributable" and verdict.evidence_index == 1
     assert verdict.scores["attributable"] > 0.9 and sum(verdict.scores.values()) == pytest.approx(1.0)
 
@@ -103,13 +119,19 @@ async def test_llm_verifier_votes_and_chooses_the_supporting_passage() -> None:
 async def test_llm_verifier_without_a_label_is_unverified() -> None:
     async with LoopbackChat(lambda messages, i: "I think it is probably fine.") as server:
         async with ChatClient(server.base_url) as client:
-            verdict = await LLMVerifier(client).verify("X was born in 1867.", passages_from_texts(["X was born in 1867."]))
+            verdict = await LLMVerifier(client).verify(
+                "X was born in 1867.", passages_from_texts(["X was born in 1867."])
+            )
     assert verdict.label == "unverified"
 
 
 def test_parse_questions() -> None:
     completion = " When was Curie born?\n2. I googled: Where was Curie born?\n3. Who was Curie's husband?\n\nYou said: x"
-    assert parse_questions(completion) == ["When was Curie born?", "Where was Curie born?", "Who was Curie's husband?"]
+    assert parse_questions(completion) == [
+        "When was Curie born?",
+        "Where was Curie born?",
+        "Who was Curie's husband?",
+    ]
 
 
 async def test_llm_cqgen_unites_three_samples() -> None:
@@ -120,21 +142,34 @@ async def test_llm_cqgen_unites_three_samples() -> None:
     ]
     async with LoopbackChat(lambda messages, i: samples[i % 3]) as server:
         async with ChatClient(server.base_url) as client:
-            questions = await LLMQuestionGenerator(client).generate("She was born in Warsaw in 1867.", context="Marie Curie was a physicist.")
-    assert [q.text for q in questions] == ["When was Marie Curie born?", "Where was Marie Curie born?", "What did Marie Curie discover?"]
+            questions = await LLMQuestionGenerator(client).generate(
+                "She was born in Warsaw in 1867.", context="Marie Curie was a physicist."
+            )
+    assert [q.text for q in questions] == [
+        "When was Marie Curie born?",
+        "Where was Marie Curie born?",
+        "What did Marie Curie discover?",
+    ]
     request = server.requests[0]
     assert request["n"] == 3 and request["temperature"] == pytest.approx(0.7)
-    assert fenced(_user(request["messages"])) == ["Marie Curie was a physicist.", "She was born in Warsaw in 1867."]
+    assert fenced(_user(request["messages"])) == [
+        "Marie Curie was a physicist.",
+        "She was born in Warsaw in 1867.",
+    ]
 
 
 async def test_llm_decontext_accepts_faithful_rewrites_only() -> None:
     previous = ["Marie Curie was a physicist."]
     async with LoopbackChat(lambda messages, i: "Marie Curie was born in Warsaw in 1867.") as server:
         async with ChatClient(server.base_url) as client:
-            good = await LLMDecontextualiser(client).decontextualise("She was born in Warsaw in 1867.", previous)
+            good = await LLMDecontextualiser(client).decontextualise(
+                "She was born in Warsaw in 1867.", previous
+            )
     assert good.text == "Marie Curie was born in Warsaw in 1867."
     assert good.to_original((good.text.index("1867"), good.text.index("1867") + 4)) == (26, 30)
     async with LoopbackChat(lambda messages, i: "Marie Curie was a physicist.") as server:  # drops the facts
         async with ChatClient(server.base_url) as client:
-            bad = await LLMDecontextualiser(client).decontextualise("She was born in Warsaw in 1867.", previous)
+            bad = await LLMDecontextualiser(client).decontextualise(
+                "She was born in Warsaw in 1867.", previous
+            )
     assert bad.text == "Marie Curie was born in Warsaw in 1867."  # the spaCy fallback

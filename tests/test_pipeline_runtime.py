@@ -43,7 +43,9 @@ def _tiny_t5(directory: Path) -> None:
     tok.normalizer = normalizers.Lowercase()
     tok.pre_tokenizer = pre_tokenizers.Whitespace()
     tok.post_processor = processors.TemplateProcessing(single="$A </s>", special_tokens=[("</s>", 1)])
-    fast = transformers.PreTrainedTokenizerFast(tokenizer_object=tok, pad_token="<pad>", eos_token="</s>", unk_token="<unk>")
+    fast = transformers.PreTrainedTokenizerFast(
+        tokenizer_object=tok, pad_token="<pad>", eos_token="</s>", unk_token="<unk>"
+    )
     fast.save_pretrained(str(directory))
     config = transformers.T5Config(
         vocab_size=len(vocab), d_model=16, d_kv=4, d_ff=32, num_layers=1, num_decoder_layers=1, num_heads=4,
@@ -86,12 +88,20 @@ async def test_nli_verifier_on_an_exported_model(exports: dict[str, Path], runti
     await scorer.aclose()
 
 
-async def test_factory_builds_hybrid_and_seq2seq_from_settings(exports: dict[str, Path], runtime: RuntimeSettings) -> None:
-    settings = load_settings(**{"runtime.nli_model": str(exports["nli"]), "pipeline.seq2seq_model": str(exports["seq2seq"])})
-    settings = settings.model_copy(update={"runtime": runtime.model_copy(update={"nli_model": str(exports["nli"])})})
+async def test_factory_builds_hybrid_and_seq2seq_from_settings(
+    exports: dict[str, Path], runtime: RuntimeSettings
+) -> None:
+    settings = load_settings(
+        **{"runtime.nli_model": str(exports["nli"]), "pipeline.seq2seq_model": str(exports["seq2seq"])}
+    )
+    settings = settings.model_copy(
+        update={"runtime": runtime.model_copy(update={"nli_model": str(exports["nli"])})}
+    )
     verifier = build_verifier(settings, "hybrid", embedder=HashingEmbedder())
     assert verifier.name == "hybrid"
-    verdict = await verifier.verify("Marie Curie was born in Paris.", passages_from_texts(["Marie Curie was born in Warsaw."]))
+    verdict = await verifier.verify(
+        "Marie Curie was born in Paris.", passages_from_texts(["Marie Curie was born in Warsaw."])
+    )
     assert verdict.label == "contradictory" and verdict.replacement == "Warsaw"  # the slot mismatch decides
     generator = build_question_generator(settings, "seq2seq")
     questions = await generator.generate("Marie Curie was born in Warsaw.")

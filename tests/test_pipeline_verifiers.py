@@ -84,7 +84,10 @@ async def test_slots_verdicts(
         passage = evidence[mismatch.evidence_index]
         assert passage[mismatch.evidence_span[0] : mismatch.evidence_span[1]] == replacement
     if label != "extrapolatory":
-        assert verdict.evidence_index is not None and verdict.evidence_sentence in evidence[verdict.evidence_index]
+        assert (
+            verdict.evidence_index is not None
+            and verdict.evidence_sentence in evidence[verdict.evidence_index]
+        )
 
 
 async def test_slots_names_the_deciding_passage_and_sentence() -> None:
@@ -130,7 +133,11 @@ def test_windows_fit_the_budget() -> None:
 
 @pytest.mark.parametrize(
     "labels",
-    [("entailment", "neutral", "contradiction"), ("contradiction", "entailment", "neutral"), ("ENTAILMENT", "NEUTRAL", "CONTRADICTION")],
+    [
+        ("entailment", "neutral", "contradiction"),
+        ("contradiction", "entailment", "neutral"),
+        ("ENTAILMENT", "NEUTRAL", "CONTRADICTION"),
+    ],
 )
 async def test_nli_label_order_comes_from_the_model(labels: tuple[str, ...]) -> None:
     order = [NLI_LABELS.index(to_verdict_label(name)) for name in labels]
@@ -140,7 +147,9 @@ async def test_nli_label_order_comes_from_the_model(labels: tuple[str, ...]) -> 
         return [probs[i] for i in order]
 
     scorer = RulePairScorer(rule, labels)
-    verdict = await NLIVerifier(scorer).verify("Curie was born in Warsaw.", passages_from_texts(["Rome.", CURIE]))
+    verdict = await NLIVerifier(scorer).verify(
+        "Curie was born in Warsaw.", passages_from_texts(["Rome.", CURIE])
+    )
     assert verdict.label == "attributable" and verdict.evidence_index == 1
     assert verdict.scores["attributable"] == pytest.approx(0.9)
     assert len(scorer.batches) == 1  # every window in one batch
@@ -155,9 +164,13 @@ async def test_nli_two_class_model() -> None:
 
 async def test_nli_contradiction_needs_an_aligned_window() -> None:
     scorer = RulePairScorer(keyword_rule(contradict="Passy"))
-    aligned = await NLIVerifier(scorer).verify("Marie Curie died in 1934 in Paris.", passages_from_texts([CURIE]))
+    aligned = await NLIVerifier(scorer).verify(
+        "Marie Curie died in 1934 in Paris.", passages_from_texts([CURIE])
+    )
     assert aligned.label == "contradictory" and aligned.span == (0, 34)
-    unrelated = await NLIVerifier(scorer).verify("Bananas are yellow.", passages_from_texts(["Passy is a district."]))
+    unrelated = await NLIVerifier(scorer).verify(
+        "Bananas are yellow.", passages_from_texts(["Passy is a district."])
+    )
     assert unrelated.label == "extrapolatory"
 
 
@@ -165,7 +178,9 @@ async def test_nli_long_evidence_windows_in_one_batch() -> None:
     filler = " ".join(f"Filler sentence {i} about nothing in particular at all." for i in range(40))
     text = filler + " Marie Curie was born in Warsaw. " + filler
     scorer = RulePairScorer(keyword_rule(entail="born in Warsaw"), max_length=64)
-    verdict = await NLIVerifier(scorer, max_windows=16).verify("Curie was born in Warsaw.", passages_from_texts([text]))
+    verdict = await NLIVerifier(scorer, max_windows=16).verify(
+        "Curie was born in Warsaw.", passages_from_texts([text])
+    )
     assert verdict.label == "attributable" and "born in Warsaw" in verdict.evidence_sentence
     assert len(scorer.batches) == 1 and len(scorer.batches[0]) == 16
     start, end = verdict.evidence_span
@@ -180,7 +195,9 @@ def _hybrid(rule) -> HybridVerifier:  # noqa: ANN001
 
 
 async def test_hybrid_number_mismatch_overrides_entailment() -> None:
-    verdict = await _hybrid(lambda p, h: [0.85, 0.1, 0.05]).verify("The Eiffel Tower is 300 metres tall.", passages_from_texts([TOWER]))
+    verdict = await _hybrid(lambda p, h: [0.85, 0.1, 0.05]).verify(
+        "The Eiffel Tower is 300 metres tall.", passages_from_texts([TOWER])
+    )
     assert verdict.label == "contradictory" and verdict.backend == "hybrid"
     assert verdict.replacement == "330 metres" and verdict.span == (20, 30)
     assert max(verdict.scores, key=verdict.scores.__getitem__) == "contradictory"
@@ -195,7 +212,9 @@ async def test_hybrid_paraphrase_from_nli() -> None:
 
 
 async def test_hybrid_slots_support_when_nli_is_neutral() -> None:
-    verdict = await _hybrid(lambda p, h: [0.3, 0.6, 0.1]).verify("Marie Curie was born in Warsaw in 1867.", passages_from_texts([CURIE]))
+    verdict = await _hybrid(lambda p, h: [0.3, 0.6, 0.1]).verify(
+        "Marie Curie was born in Warsaw in 1867.", passages_from_texts([CURIE])
+    )
     assert verdict.label == "attributable"
 
 
@@ -256,7 +275,11 @@ async def test_verify_claim_maps_spans_to_the_sentence() -> None:
 
 
 async def test_verify_record_format() -> None:
-    record = {"claim": "He was born in Paris.", "evidence": ["Rome is old.", CURIE], "context": "Marie Curie was a physicist."}
+    record = {
+        "claim": "He was born in Paris.",
+        "evidence": ["Rome is old.", CURIE],
+        "context": "Marie Curie was a physicist.",
+    }
     out = await verify_record(_slots_verifier(), record)
     assert set(out) == {"label", "scores", "evidence_index", "span"}
     assert out["label"] == "contradictory" and out["evidence_index"] == 1
@@ -281,12 +304,24 @@ def test_balanced_accuracy_and_loaders(tmp_path) -> None:  # noqa: ANN001
     assert balanced_accuracy(["attributable", "contradictory", "extrapolatory", "extrapolatory"],
                              ["attributable", "attributable", "extrapolatory", "contradictory"]) == pytest.approx(0.5 * (1 + 2 / 3))  # fmt: skip
     fever = tmp_path / "fever.jsonl"
-    fever.write_text(json.dumps({"claim": "Cruz modelled .", "evidence": "Cruz -LRB- born 1974 -RRB- modelled .", "label": "SUPPORTS"}) + "\n")
+    fever.write_text(
+        json.dumps(
+            {
+                "claim": "Cruz modelled .",
+                "evidence": "Cruz -LRB- born 1974 -RRB- modelled .",
+                "label": "SUPPORTS",
+            }
+        )
+        + "\n"
+    )
     (example,) = load_fever_symmetric(tmp_path)
     assert example.claim == "Cruz modelled." and example.evidence == ["Cruz (born 1974) modelled."]
     assert example.gold == "attributable"
     wice = tmp_path / "wice.jsonl"
-    wice.write_text(json.dumps({"claim": "c", "evidence": [f"s{i}" for i in range(6)], "label": "partially_supported"}) + "\n")
+    wice.write_text(
+        json.dumps({"claim": "c", "evidence": [f"s{i}" for i in range(6)], "label": "partially_supported"})
+        + "\n"
+    )
     (example,) = load_wice(wice)
     assert example.evidence == ["s0\ns1\ns2\ns3", "s4\ns5"] and example.gold == "extrapolatory"
 

@@ -77,7 +77,8 @@ class Aligner:
             sims = vectors[1:] @ vectors[0]
             cosines = {i: float(s) for i, s in zip(candidates, sims, strict=True)}
         scored = [
-            Aligned(sentences[i], self._fuse(recall[i], cosines.get(i)), recall[i], cosines.get(i)) for i in candidates
+            Aligned(sentences[i], self._fuse(recall[i], cosines.get(i)), recall[i], cosines.get(i))
+            for i in candidates
         ]
         scored.sort(key=lambda a: a.score, reverse=True)
         return scored[:top_k]

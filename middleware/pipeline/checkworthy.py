@@ -80,7 +80,12 @@ def _is_instruction(analysis: Analysis) -> bool:
     subjects = [c for c in root.children if c.dep_ in ("nsubj", "nsubjpass", "expl", "csubj")]
     first = next((t for t in doc if not t.is_punct and not t.is_space), None)
     leads = ("please", "just", "then", "first", "also", "now", "simply", "next", "finally")
-    if not subjects and root.tag_ == "VB" and first is not None and (first.i == root.i or first.lower_ in leads):
+    if (
+        not subjects
+        and root.tag_ == "VB"
+        and first is not None
+        and (first.i == root.i or first.lower_ in leads)
+    ):
         return True
     modal = any(c.tag_ == "MD" for c in root.children)
     return modal and any(s.lower_ in ("you", "we") for s in subjects)
@@ -92,7 +97,9 @@ def _is_subjective(analysis: Analysis) -> bool:
     doc = analysis.doc
     if analysis.of_kind("number", "quantity", "date") or len(analysis.of_kind("entity")) > 1:
         return False
-    evaluative = any(t.lemma_.lower() in _EVALUATIVE or t.lower_ in _EVALUATIVE for t in doc if t.pos_ in ("ADJ", "ADV"))
+    evaluative = any(
+        t.lemma_.lower() in _EVALUATIVE or t.lower_ in _EVALUATIVE for t in doc if t.pos_ in ("ADJ", "ADV")
+    )
     normative = any(t.lower_ in ("should", "ought") for t in doc)
     return evaluative or normative
 

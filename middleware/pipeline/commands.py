@@ -30,11 +30,17 @@ async def verify_record(verifier: Verifier, record: dict[str, Any]) -> dict[str,
     {"label", "scores", "evidence_index", "span"}. With a context the claim is first
     decontextualised; the span is always in the claim's own offsets."""
     claim, evidence = record["claim"], record.get("evidence") or []
-    if not isinstance(claim, str) or not isinstance(evidence, list) or not all(isinstance(e, str) for e in evidence):
+    if (
+        not isinstance(claim, str)
+        or not isinstance(evidence, list)
+        or not all(isinstance(e, str) for e in evidence)
+    ):
         raise ValueError('expected {"claim": str, "evidence": [str, ...], "context": str (optional)}')
     context = record.get("context")
     rewritten = SpacyDecontextualiser().resolve(claim, [context]) if context else None
-    verdict = await verifier.verify(rewritten.text if rewritten else claim, passages_from_texts(evidence), context)
+    verdict = await verifier.verify(
+        rewritten.text if rewritten else claim, passages_from_texts(evidence), context
+    )
     if rewritten is not None:
         verdict = map_to_sentence(verdict, rewritten)
     return {
@@ -105,7 +111,9 @@ def eval_verify(
         sets.append(("fever-symmetric", load_fever_symmetric(fever_symmetric)[:limit]))
     if not sets:
         raise typer.BadParameter("give --wice and/or --fever-symmetric")
-    typer.echo(f"{'backend':8} {'dataset':16} {'n':>5} {'bal.acc':>8} {'3-way':>6} {'ms/claim':>9}  predicted")
+    typer.echo(
+        f"{'backend':8} {'dataset':16} {'n':>5} {'bal.acc':>8} {'3-way':>6} {'ms/claim':>9}  predicted"
+    )
 
     async def run() -> None:
         for name in backend or ["slots"]:
@@ -124,7 +132,9 @@ def eval_verify(
 def bench_verify(
     backend: Annotated[list[str] | None, typer.Option(help=_BACKEND_HELP + "; repeatable")] = None,
     n: Annotated[int, typer.Option(help="claims per run")] = 100,
-    concurrency: Annotated[list[int] | None, typer.Option(help="concurrent verifications; repeatable")] = None,
+    concurrency: Annotated[
+        list[int] | None, typer.Option(help="concurrent verifications; repeatable")
+    ] = None,
 ) -> None:
     """Verification latency: a claim against five 4-sentence demo-corpus passages. The first
     pass parses and embeds cold; the second hits the caches (repeated evidence)."""

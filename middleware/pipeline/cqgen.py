@@ -54,12 +54,21 @@ class SlotQuestionGenerator:
         for slot in analysis.slots:
             text = slot_question(slot, analysis)
             if text:
-                out.append(Question(text=text, slot=slot.text, slot_type=slot.kind, span=(slot.start, slot.end)))
+                out.append(
+                    Question(text=text, slot=slot.text, slot_type=slot.kind, span=(slot.start, slot.end))
+                )
         relation = analysis.relation
         if len(out) < 2 and relation is not None and relation.lemma not in _LIGHT_VERBS:
             text = relation_question(analysis)
             if text:
-                out.append(Question(text=text, slot=relation.text, slot_type="relation", span=(relation.start, relation.end)))
+                out.append(
+                    Question(
+                        text=text,
+                        slot=relation.text,
+                        slot_type="relation",
+                        span=(relation.start, relation.end),
+                    )
+                )
         if not out:
             out.append(Question(text=claim.strip()))
         return dedupe(out)[: self.max_questions]
@@ -71,7 +80,9 @@ class LLMQuestionGenerator:
 
     name = "llm"
 
-    def __init__(self, chat: ChatModel, *, samples: int = 3, temperature: float = 0.7, max_questions: int = 6) -> None:
+    def __init__(
+        self, chat: ChatModel, *, samples: int = 3, temperature: float = 0.7, max_questions: int = 6
+    ) -> None:
         self.chat = chat
         self.samples = samples
         self.temperature = temperature
@@ -93,7 +104,14 @@ class Seq2SeqQuestionGenerator:
 
     name = "seq2seq"
 
-    def __init__(self, model: Any, *, prefix: str = "generate questions: ", max_new_tokens: int = 64, max_questions: int = 6) -> None:
+    def __init__(
+        self,
+        model: Any,
+        *,
+        prefix: str = "generate questions: ",
+        max_new_tokens: int = 64,
+        max_questions: int = 6,
+    ) -> None:
         if not callable(getattr(model, "generate", None)):
             raise TypeError(f"{type(model).__name__} has no generate(texts, max_new_tokens=...) method")
         self.model = model
@@ -102,7 +120,9 @@ class Seq2SeqQuestionGenerator:
         self.max_questions = max_questions
 
     async def generate(self, claim: str, context: str | None = None) -> list[Question]:
-        outputs = await asyncio.to_thread(self.model.generate, [self.prefix + claim], max_new_tokens=self.max_new_tokens)
+        outputs = await asyncio.to_thread(
+            self.model.generate, [self.prefix + claim], max_new_tokens=self.max_new_tokens
+        )
         pieces = re.split(r"<sep>|\n|(?<=\?)\s*", outputs[0] if outputs else "")
         questions = [Question(text=p.strip()) for p in pieces if len(p.strip()) > 3]
         return dedupe(questions)[: self.max_questions] or [Question(text=claim.strip())]
@@ -114,7 +134,9 @@ def dedupe(questions: list[Question]) -> list[Question]:
     seen: list[str] = []
     for question in questions:
         norm = " ".join(question.text.lower().strip(" ?").split())
-        if all(norm.split()[:1] != other.split()[:1] or fuzz.token_sort_ratio(norm, other) < 90 for other in seen):
+        if all(
+            norm.split()[:1] != other.split()[:1] or fuzz.token_sort_ratio(norm, other) < 90 for other in seen
+        ):
             kept.append(question)
             seen.append(norm)
     return kept

@@ -80,7 +80,9 @@ def _iso(t: str) -> DateValue | None:
     if not m:
         return None
     y, mo, d = (int(g) for g in m.groups())
-    return DateValue(_key(y, mo, d), _key(y, mo, d), "day", y, mo, d) if 1 <= mo <= 12 and 1 <= d <= 31 else None
+    return (
+        DateValue(_key(y, mo, d), _key(y, mo, d), "day", y, mo, d) if 1 <= mo <= 12 and 1 <= d <= 31 else None
+    )
 
 
 def _day_month_year(t: str) -> DateValue | None:
@@ -93,7 +95,11 @@ def _day_month_year(t: str) -> DateValue | None:
             return None
         month, day, year, era = _MONTHS[m.group(1)], int(m.group(2)), int(m.group(3)), m.group(4)
     year = _era(year, era)
-    return DateValue(_key(year, month, day), _key(year, month, day), "day", year, month, day) if day <= 31 else None
+    return (
+        DateValue(_key(year, month, day), _key(year, month, day), "day", year, month, day)
+        if day <= 31
+        else None
+    )
 
 
 def _month_year(t: str) -> DateValue | None:
@@ -178,7 +184,9 @@ def _day_month(t: str) -> DateValue | None:
         month = _MONTHS[m.group(1)]
         return DateValue(_key(0, month), _key(0, month, 31), "month", None, month)
     groups = m.groups()
-    day, month = (int(groups[0]), _MONTHS[groups[1]]) if groups[0].isdigit() else (int(groups[1]), _MONTHS[groups[0]])
+    day, month = (
+        (int(groups[0]), _MONTHS[groups[1]]) if groups[0].isdigit() else (int(groups[1]), _MONTHS[groups[0]])
+    )
     return DateValue(_key(0, month, day), _key(0, month, day), "day", None, month, day)
 
 

@@ -122,7 +122,9 @@ class SpacyDecontextualiser:
     ) -> Decontextualised:
         return self.resolve(sentence, previous, question)
 
-    def resolve(self, sentence: str, previous: Sequence[str] = (), question: str | None = None) -> Decontextualised:
+    def resolve(
+        self, sentence: str, previous: Sequence[str] = (), question: str | None = None
+    ) -> Decontextualised:
         context = [*([question] if question else []), *previous[-self.max_previous :]]
         referents = [r for text in context for r in _referents(analyse(text))]  # oldest first
         last_subject = _subject_referent(analyse(previous[-1])) if previous else None
@@ -184,7 +186,9 @@ class LLMDecontextualiser:
         if not context.strip():
             return Decontextualised(sentence, sentence)
         try:
-            completions = await self.chat.complete(decontext_messages(sentence, context), n=1, temperature=0.0)
+            completions = await self.chat.complete(
+                decontext_messages(sentence, context), n=1, temperature=0.0
+            )
         except Exception as exc:  # noqa: BLE001 - any client failure falls back
             log.warning("llm decontextualisation failed (%s); using %s", exc, self.fallback.name)
             return await self.fallback.decontextualise(sentence, previous, question)
@@ -198,7 +202,11 @@ def _referents(analysis: Analysis) -> list[_Referent]:
     """The sentence's entities, then its subject last: the most salient referent is found
     first when searching from the most recent."""
     out = [
-        _Referent(_with_article(analysis, s.start, s.text), _GROUP_OF_LABEL.get(s.label, "thing"), _plural(analysis, s.end, s.label))
+        _Referent(
+            _with_article(analysis, s.start, s.text),
+            _GROUP_OF_LABEL.get(s.label, "thing"),
+            _plural(analysis, s.end, s.label),
+        )
         for s in analysis.slots
         if s.kind == "entity"
     ]
@@ -226,10 +234,16 @@ def _subject_referent(analysis: Analysis) -> _Referent | None:
     span = analysis.doc.char_span(*analysis.subject, alignment_mode="expand")
     if span is None or span.root.pos_ == "PRON":
         return None
-    entity = next((s for s in analysis.slots if s.kind == "entity" and s.start <= span.root.idx < s.end), None)
+    entity = next(
+        (s for s in analysis.slots if s.kind == "entity" and s.start <= span.root.idx < s.end), None
+    )
     if entity is not None:
         group = _GROUP_OF_LABEL.get(entity.label, "thing")
-        return _Referent(_with_article(analysis, entity.start, entity.text), group, _plural(analysis, entity.end, entity.label))
+        return _Referent(
+            _with_article(analysis, entity.start, entity.text),
+            group,
+            _plural(analysis, entity.end, entity.label),
+        )
     text = span.text
     if text[:1].isupper() and span[0].pos_ == "DET":
         text = text[:1].lower() + text[1:]
@@ -264,11 +278,17 @@ def _antecedent_in_sentence(token: Token, analysis: Analysis, referent: _Referen
     return False
 
 
-def _descriptions(analysis: Analysis, referents: list[_Referent], taken: set[tuple[int, int]]) -> list[Replacement]:
+def _descriptions(
+    analysis: Analysis, referents: list[_Referent], taken: set[tuple[int, int]]
+) -> list[Replacement]:
     """'the company' -> the most recent ORG; 'the city' -> the most recent place."""
     out = []
     for chunk in analysis.doc.noun_chunks:
-        if len(chunk) > 3 or chunk[0].lower_ not in ("the", "this") or (chunk.start_char, chunk.end_char) in taken:
+        if (
+            len(chunk) > 3
+            or chunk[0].lower_ not in ("the", "this")
+            or (chunk.start_char, chunk.end_char) in taken
+        ):
             continue
         group = _TYPE_NOUNS.get(chunk.root.lemma_.lower())
         following = analysis.doc[chunk.end] if chunk.end < len(analysis.doc) else None

@@ -12,7 +12,11 @@ from pathlib import Path
 
 from middleware.pipeline.verifiers import Verifier, passages_from_texts
 
-_WICE_GOLD = {"supported": "attributable", "partially_supported": "extrapolatory", "not_supported": "extrapolatory"}
+_WICE_GOLD = {
+    "supported": "attributable",
+    "partially_supported": "extrapolatory",
+    "not_supported": "extrapolatory",
+}
 _FEVER_GOLD = {"SUPPORTS": "attributable", "REFUTES": "contradictory", "NOT ENOUGH INFO": "extrapolatory"}
 
 
@@ -71,7 +75,9 @@ def load_wice(path: Path, passage_sentences: int = 4) -> list[Example]:
     out = []
     for row in _read_jsonl(path):
         lines = [s for s in row["evidence"] if s.strip()]
-        passages = ["\n".join(lines[i : i + passage_sentences]) for i in range(0, len(lines), passage_sentences)]
+        passages = [
+            "\n".join(lines[i : i + passage_sentences]) for i in range(0, len(lines), passage_sentences)
+        ]
         out.append(Example(row["claim"], passages, _WICE_GOLD[row["label"]]))
     return out
 
@@ -96,9 +102,7 @@ def _untokenise(text: str) -> str:
     return text
 
 
-async def evaluate(
-    verifier: Verifier, examples: list[Example], dataset: str, concurrency: int = 4
-) -> Result:
+async def evaluate(verifier: Verifier, examples: list[Example], dataset: str, concurrency: int = 4) -> Result:
     result = Result(dataset, verifier.name)
     semaphore = asyncio.Semaphore(concurrency)
 

@@ -10,7 +10,12 @@ from typing import Any
 
 from middleware.interfaces import Embedder, PairScorer
 from middleware.pipeline.alignment import Aligner
-from middleware.pipeline.cqgen import LLMQuestionGenerator, QuestionGenerator, Seq2SeqQuestionGenerator, SlotQuestionGenerator
+from middleware.pipeline.cqgen import (
+    LLMQuestionGenerator,
+    QuestionGenerator,
+    Seq2SeqQuestionGenerator,
+    SlotQuestionGenerator,
+)
 from middleware.pipeline.decontext import (
     Decontextualiser,
     LLMDecontextualiser,
@@ -37,7 +42,11 @@ def load_embedder(settings: Settings) -> Embedder | None:
 
         return runtime_load_embedder(settings.runtime)
     except Exception as exc:  # noqa: BLE001 - any loading failure degrades to lexical alignment
-        log.warning("embedder %r unavailable (%s): aligning evidence lexically only", settings.runtime.embed_model, exc)
+        log.warning(
+            "embedder %r unavailable (%s): aligning evidence lexically only",
+            settings.runtime.embed_model,
+            exc,
+        )
         return None
 
 
@@ -127,7 +136,9 @@ def _load_seq2seq(settings: Settings) -> Any:
         raise BackendUnavailable(f"the seq2seq model {spec!r} cannot be loaded: {exc}") from exc
 
 
-def build_decontextualiser(settings: Settings, name: str | None = None, *, chat: ChatModel | None = None) -> Decontextualiser:
+def build_decontextualiser(
+    settings: Settings, name: str | None = None, *, chat: ChatModel | None = None
+) -> Decontextualiser:
     name = name or settings.pipeline.decontext
     if name == "spacy":
         return SpacyDecontextualiser()

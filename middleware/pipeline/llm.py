@@ -79,12 +79,18 @@ def cqgen_messages(claim: str, context: str | None = None) -> list[dict[str, str
         "",
     ]
     if context:
-        parts += ["Earlier text, only for resolving references such as 'he' or 'the city':", fence(context, "context"), ""]
+        parts += [
+            "Earlier text, only for resolving references such as 'he' or 'the city':",
+            fence(context, "context"),
+            "",
+        ]
     parts += ["You said:", fence(claim, "statement"), "To verify it,", "1. I googled:"]
     return [{"role": "system", "content": system}, {"role": "user", "content": "\n".join(parts)}]
 
 
-_QUESTION_LINE = re.compile(r"^\s*(?:\d+[.)]\s*)?(?:I googled:\s*)(.+?)\s*$|^\s*\d+[.)]\s*(.+?)\s*$", re.IGNORECASE)
+_QUESTION_LINE = re.compile(
+    r"^\s*(?:\d+[.)]\s*)?(?:I googled:\s*)(.+?)\s*$|^\s*\d+[.)]\s*(.+?)\s*$", re.IGNORECASE
+)
 
 
 def parse_questions(completion: str) -> list[str]:
@@ -105,7 +111,11 @@ def parse_questions(completion: str) -> list[str]:
 
 # --- AttrScore judging -------------------------------------------------------------------
 
-_LABEL_WORDS = {"attributable": "attributable", "extrapolatory": "extrapolatory", "contradictory": "contradictory"}
+_LABEL_WORDS = {
+    "attributable": "attributable",
+    "extrapolatory": "extrapolatory",
+    "contradictory": "contradictory",
+}
 
 
 def attrscore_messages(claim: str, reference: str) -> list[dict[str, str]]:

@@ -12,7 +12,14 @@ from rapidfuzz import fuzz
 
 _ALIAS_GROUPS = (
     ("united states", "united states of america", "us", "usa", "u s", "u s a", "america"),
-    ("united kingdom", "uk", "u k", "britain", "great britain", "united kingdom of great britain and northern ireland"),
+    (
+        "united kingdom",
+        "uk",
+        "u k",
+        "britain",
+        "great britain",
+        "united kingdom of great britain and northern ireland",
+    ),
     ("soviet union", "ussr", "union of soviet socialist republics"),
     ("united nations", "un"),
     ("european union", "eu"),
@@ -36,14 +43,43 @@ _ALIAS_GROUPS = (
 )
 _ALIASES = {name: i for i, group in enumerate(_ALIAS_GROUPS) for name in group}
 _STOP = {"the", "of", "and", "for", "de", "la", "le", "von", "van", "der", "du", "&"}
-_TITLES = {"mr", "mrs", "ms", "dr", "sir", "dame", "lord", "lady", "prof", "professor", "saint", "st", "king", "queen"}
+_TITLES = {
+    "mr",
+    "mrs",
+    "ms",
+    "dr",
+    "sir",
+    "dame",
+    "lord",
+    "lady",
+    "prof",
+    "professor",
+    "saint",
+    "st",
+    "king",
+    "queen",
+}
 _GENERIC_HEADS = {
     "university", "college", "school", "institute", "city", "county", "state", "province", "district",
     "river", "mount", "mountain", "mountains", "lake", "island", "islands", "tower", "bridge", "company",
     "group", "party", "republic", "kingdom", "empire", "airport", "station", "park", "museum", "church",
     "cathedral", "club", "fc", "band", "records", "studios", "prize", "award", "festival", "foundation",
 }  # fmt: skip
-_SUFFIXES = {"jr", "sr", "ii", "iii", "iv", "inc", "ltd", "llc", "plc", "co", "corp", "corporation", "company"}
+_SUFFIXES = {
+    "jr",
+    "sr",
+    "ii",
+    "iii",
+    "iv",
+    "inc",
+    "ltd",
+    "llc",
+    "plc",
+    "co",
+    "corp",
+    "corporation",
+    "company",
+}
 
 
 @lru_cache(maxsize=8192)
@@ -71,7 +107,9 @@ def _initials_match(short: list[str], long: list[str]) -> bool:
     """'m curie' ~ 'marie curie', 'j r r tolkien' ~ 'john ronald reuel tolkien'."""
     if len(short) != len(long) or short[-1] != long[-1]:
         return False
-    return all(s == w or (len(s) == 1 and w.startswith(s)) for s, w in zip(short[:-1], long[:-1], strict=True))
+    return all(
+        s == w or (len(s) == 1 and w.startswith(s)) for s, w in zip(short[:-1], long[:-1], strict=True)
+    )
 
 
 @lru_cache(maxsize=16384)
@@ -98,7 +136,11 @@ def names_match(a: str, b: str) -> bool:
         return True
     if len(short) >= 2 and short[-1] == long[-1] and len(short[-1]) > 2:
         # same surname, compatible first names: "Marie Curie" ~ "Maria Sklodowska Curie"
-        return fuzz.ratio(short[0], long[0]) >= 80 or short[0][0] == long[0][0] and min(len(short[0]), len(long[0])) == 1
+        return (
+            fuzz.ratio(short[0], long[0]) >= 80
+            or short[0][0] == long[0][0]
+            and min(len(short[0]), len(long[0])) == 1
+        )
     joined_a, joined_b = " ".join(ta), " ".join(tb)
     return min(len(joined_a), len(joined_b)) >= 8 and fuzz.ratio(joined_a, joined_b) >= 88
 

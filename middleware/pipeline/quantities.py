@@ -90,14 +90,35 @@ _units("power", 1e9, "gw", "gigawatt", "gigawatts")
 _units("energy", 3.6e6, "kwh", "kilowatt-hour", "kilowatt-hours", "kilowatt hours")
 _units("percent", 1.0, "%", "percent", "per cent", "pct", "percentage points", "percentage point")
 
-_CURRENCY_SYMBOLS = {"$": "USD", "us$": "USD", "€": "EUR", "£": "GBP", "¥": "JPY", "₹": "INR", "a$": "AUD", "c$": "CAD"}
+_CURRENCY_SYMBOLS = {
+    "$": "USD",
+    "us$": "USD",
+    "€": "EUR",
+    "£": "GBP",
+    "¥": "JPY",
+    "₹": "INR",
+    "a$": "AUD",
+    "c$": "CAD",
+}
 _CURRENCY_WORDS = {
     "dollar": "USD", "dollars": "USD", "usd": "USD", "euro": "EUR", "euros": "EUR", "eur": "EUR",
     "pound": "GBP", "pounds": "GBP", "pounds sterling": "GBP", "gbp": "GBP", "yen": "JPY", "jpy": "JPY",
     "rupee": "INR", "rupees": "INR", "yuan": "CNY", "renminbi": "CNY", "francs": "CHF", "franc": "CHF",
 }  # fmt: skip
 _UNIT_NAMES = sorted([*_UNITS, *_CURRENCY_WORDS], key=len, reverse=True)
-_APPROX = ("about", "around", "approximately", "roughly", "nearly", "almost", "some", "circa", "c.", "ca.", "~")
+_APPROX = (
+    "about",
+    "around",
+    "approximately",
+    "roughly",
+    "nearly",
+    "almost",
+    "some",
+    "circa",
+    "c.",
+    "ca.",
+    "~",
+)
 _LOWER = ("over", "more than", "at least", "above", "upwards of", "in excess of", "exceeding", "beyond")
 _UPPER = ("under", "less than", "fewer than", "at most", "below", "up to", "no more than")
 

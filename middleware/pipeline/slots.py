@@ -185,7 +185,15 @@ def _entities(doc: Doc) -> Iterable[Slot]:
             continue
         if run and not (len(run) == 1 and run[0].i == 0 and run[0].is_stop):
             span = doc[run[0].i : run[-1].i + 1]
-            yield Slot("entity", "PROPN", span.text, span.start_char, span.end_char, normalise_name(span.text), _role(span))
+            yield Slot(
+                "entity",
+                "PROPN",
+                span.text,
+                span.start_char,
+                span.end_char,
+                normalise_name(span.text),
+                _role(span),
+            )
         run = []
 
 
@@ -235,7 +243,8 @@ def _with_currency(span: Span) -> Span:
 
 
 _DECADE = re.compile(
-    r"\b(?:the )?(?:(?:early|mid|late)[- ])?(?:\d{3}0s|(?:twen|thir|for|fif|six|seven|eigh|nine)ties)\b", re.IGNORECASE
+    r"\b(?:the )?(?:(?:early|mid|late)[- ])?(?:\d{3}0s|(?:twen|thir|for|fif|six|seven|eigh|nine)ties)\b",
+    re.IGNORECASE,
 )
 
 
@@ -255,7 +264,9 @@ def _dates(doc: Doc) -> Iterable[Slot]:
         span = _trim_determiner(ent)
         pair = _date_pair(span)
         if pair:
-            yield from (Slot("date", "DATE", text, start, end, date, _role(ent)) for text, start, end, date in pair)
+            yield from (
+                Slot("date", "DATE", text, start, end, date, _role(ent)) for text, start, end, date in pair
+            )
             continue
         date = parse_date(span.text)
         if date is not None:
@@ -297,10 +308,19 @@ def _relations(doc: Doc) -> Iterable[Relation]:
         if token.pos_ != "VERB" and not (is_root and token.pos_ == "AUX"):
             continue
         negated = any(c.dep_ == "neg" or c.lower_ in _NEGATORS for c in token.children)
-        negated = negated or any(c.lower_ in ("no", "none", "nothing") and c.dep_ == "det" for c in token.children)
+        negated = negated or any(
+            c.lower_ in ("no", "none", "nothing") and c.dep_ == "det" for c in token.children
+        )
         prep = next((c.lemma_.lower() for c in token.children if c.dep_ in ("prep", "agent", "dative")), None)
         yield Relation(
-            token.lemma_.lower(), token.text, token.idx, token.idx + len(token), prep, negated, is_root, _objects(token)
+            token.lemma_.lower(),
+            token.text,
+            token.idx,
+            token.idx + len(token),
+            prep,
+            negated,
+            is_root,
+            _objects(token),
         )
 
 
@@ -341,8 +361,11 @@ def slots_agree(a: Slot, b: Slot) -> bool | None:
         if a.group == b.group or "propn" in (a.group, b.group):
             return False
         return None
-    if isinstance(a.value, DateValue) and isinstance(b.value, Quantity) or isinstance(a.value, Quantity) and isinstance(
-        b.value, DateValue
+    if (
+        isinstance(a.value, DateValue)
+        and isinstance(b.value, Quantity)
+        or isinstance(a.value, Quantity)
+        and isinstance(b.value, DateValue)
     ):
         return _year_number_agree(a, b)
     return None

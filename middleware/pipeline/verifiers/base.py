@@ -26,9 +26,13 @@ class Mismatch(BaseModel):
     kind: MismatchKind
     span: tuple[int, int] = Field(description="claim span (claim offsets)")
     text: str = Field(description="the claim's text of the slot")
-    replacement: str | None = Field(description="the evidence's text for the same slot (None: delete/unknown)")
+    replacement: str | None = Field(
+        description="the evidence's text for the same slot (None: delete/unknown)"
+    )
     evidence_index: int = Field(description="index of the passage in the evidence list")
-    evidence_span: tuple[int, int] | None = Field(default=None, description="replacement offsets in the passage")
+    evidence_span: tuple[int, int] | None = Field(
+        default=None, description="replacement offsets in the passage"
+    )
 
     @property
     def tag(self) -> Literal["entity", "relation"]:
@@ -41,7 +45,9 @@ class DetailedVerdict(Verdict):
     """A verifier's verdict plus the details downstream stages use (not sent on the wire)."""
 
     evidence_index: int | None = Field(default=None, description="index of the deciding passage")
-    evidence_span: tuple[int, int] | None = Field(default=None, description="deciding sentence in that passage")
+    evidence_span: tuple[int, int] | None = Field(
+        default=None, description="deciding sentence in that passage"
+    )
     mismatches: list[Mismatch] = Field(default_factory=list)
     unsupported: list[tuple[int, int]] = Field(
         default_factory=list, description="claim slots no aligned evidence mentions (claim offsets)"
@@ -61,7 +67,9 @@ class Verifier(Protocol):
 
     name: str
 
-    async def verify(self, claim: str, evidence: list[Passage], context: str | None = None) -> DetailedVerdict: ...
+    async def verify(
+        self, claim: str, evidence: list[Passage], context: str | None = None
+    ) -> DetailedVerdict: ...
 
 
 LABEL_ALIASES = {
@@ -78,7 +86,11 @@ LABEL_ALIASES = {
 def to_verdict_label(name: str) -> str:
     """Map a model's or dataset's label name to one of NLI_LABELS (AttrScore mapping)."""
     key = name.strip().lower()
-    label = LABEL_ALIASES.get(key) or LABEL_ALIASES.get(key.replace("_", " ")) or LABEL_ALIASES.get(key.replace(" ", "_"))
+    label = (
+        LABEL_ALIASES.get(key)
+        or LABEL_ALIASES.get(key.replace("_", " "))
+        or LABEL_ALIASES.get(key.replace(" ", "_"))
+    )
     if label is None:
         raise ValueError(f"unknown verifier label {name!r}; expected one of {sorted(set(LABEL_ALIASES))}")
     return label
@@ -101,4 +113,6 @@ def ordered(scores: dict[str, float]) -> dict[str, float]:
 
 def passages_from_texts(texts: Sequence[str], provider: str = "input") -> list[Passage]:
     """Evidence given as plain strings (``factcheck verify``): ids are the list indices."""
-    return [Passage(id=str(i), text=t, provider=provider, source=f"evidence[{i}]") for i, t in enumerate(texts)]
+    return [
+        Passage(id=str(i), text=t, provider=provider, source=f"evidence[{i}]") for i, t in enumerate(texts)
+    ]

@@ -32,7 +32,9 @@ class HybridVerifier:
         self.slots = slots
         self.strong_entailment = strong_entailment
 
-    async def verify(self, claim: str, evidence: list[Passage], context: str | None = None) -> DetailedVerdict:
+    async def verify(
+        self, claim: str, evidence: list[Passage], context: str | None = None
+    ) -> DetailedVerdict:
         assessment, aligned = await asyncio.gather(
             self.nli.assess(claim, evidence),
             self.slots.aligner.align(claim, split_passages(evidence), self.slots.top_k),
@@ -54,7 +56,9 @@ class HybridVerifier:
         if nli.label == "attributable":
             missing = _unsupported_numeric(claim, slots)
             if missing and not strong:
-                verdict = self._merge(nli, slots, "extrapolatory", f"the evidence never states {', '.join(missing)}")
+                verdict = self._merge(
+                    nli, slots, "extrapolatory", f"the evidence never states {', '.join(missing)}"
+                )
                 verdict.span = slots.span
                 return verdict
             return self._merge(nli, slots, "attributable", nli.reason)
@@ -64,7 +68,9 @@ class HybridVerifier:
         verdict.span, verdict.unsupported = slots.span, slots.unsupported
         return verdict
 
-    def _merge(self, lead: DetailedVerdict, other: DetailedVerdict, label: str, reason: str | None) -> DetailedVerdict:
+    def _merge(
+        self, lead: DetailedVerdict, other: DetailedVerdict, label: str, reason: str | None
+    ) -> DetailedVerdict:
         """The leading verdict's evidence and details, scores averaged with the other's and
         then the decided label lifted to the top if averaging left it below another."""
         scores = ordered({k: (lead.scores.get(k, 0.0) + other.scores.get(k, 0.0)) / 2 for k in NLI_LABELS})
@@ -72,7 +78,9 @@ class HybridVerifier:
         if scores[label] < top:
             scores[label] = top + 1e-3
             scores = ordered(scores)
-        return lead.model_copy(update={"label": label, "scores": scores, "reason": reason, "backend": self.name})
+        return lead.model_copy(
+            update={"label": label, "scores": scores, "reason": reason, "backend": self.name}
+        )
 
 
 def _unsupported_numeric(claim: str, slots: DetailedVerdict) -> list[str]:

@@ -27,7 +27,9 @@ class LLMVerifier:
         self.temperature = temperature
         self.max_passages = max_passages
 
-    async def verify(self, claim: str, evidence: list[Passage], context: str | None = None) -> DetailedVerdict:
+    async def verify(
+        self, claim: str, evidence: list[Passage], context: str | None = None
+    ) -> DetailedVerdict:
         if not evidence:
             return DetailedVerdict(
                 label="extrapolatory", scores={"attributable": 0.0, "extrapolatory": 1.0, "contradictory": 0.0},
@@ -38,7 +40,9 @@ class LLMVerifier:
         judged = await asyncio.gather(*(self._judge(claim, evidence[i].text) for i in chosen))
         valid = [(i, votes, reason) for i, (votes, reason) in zip(chosen, judged, strict=True) if votes]
         if not valid:
-            return DetailedVerdict(label="unverified", reason="the LLM gave no parsable label", backend=self.name)
+            return DetailedVerdict(
+                label="unverified", reason="the LLM gave no parsable label", backend=self.name
+            )
         for label in ("attributable", "contradictory"):
             index, votes, reason = max(valid, key=lambda item: item[1].get(label, 0.0))
             if votes.get(label, 0.0) > 0.5:
@@ -54,14 +58,24 @@ class LLMVerifier:
         )
         parsed = [p for p in (parse_attrscore(c) for c in completions) if p is not None]
         if len(parsed) < len(completions):
-            log.warning("llm verifier: %d of %d answers had no label line", len(completions) - len(parsed), len(completions))
+            log.warning(
+                "llm verifier: %d of %d answers had no label line",
+                len(completions) - len(parsed),
+                len(completions),
+            )
         if not parsed:
             return {}, None
         votes = {name: sum(1 for label, _ in parsed if label == name) / len(parsed) for name in NLI_LABELS}
         return votes, parsed[0][1]
 
     def _verdict(
-        self, label: str, claim: str, evidence: list[Passage], index: int, votes: dict[str, float], reason: str | None
+        self,
+        label: str,
+        claim: str,
+        evidence: list[Passage],
+        index: int,
+        votes: dict[str, float],
+        reason: str | None,
     ) -> DetailedVerdict:
         stripped = claim.rstrip()
         smoothed = ordered({k: v + 0.01 for k, v in votes.items()})
@@ -70,7 +84,9 @@ class LLMVerifier:
             scores=smoothed,
             evidence_id=evidence[index].id,
             evidence_sentence=evidence[index].text,
-            span=(len(stripped) - len(stripped.lstrip()), len(stripped)) if label != "extrapolatory" else None,
+            span=(len(stripped) - len(stripped.lstrip()), len(stripped))
+            if label != "extrapolatory"
+            else None,
             reason=reason,
             backend=self.name,
             evidence_index=index,

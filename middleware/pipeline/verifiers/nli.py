@@ -92,13 +92,17 @@ class NLIVerifier:
         self.scorer = scorer
         self.columns = [NLI_LABELS.index(to_verdict_label(name)) for name in scorer.labels]
         manifest = getattr(scorer, "manifest", None)
-        self.max_length = max_length or getattr(manifest, "max_length", None) or getattr(scorer, "max_length", 256)
+        self.max_length = (
+            max_length or getattr(manifest, "max_length", None) or getattr(scorer, "max_length", 256)
+        )
         self.max_windows = max_windows
         self.entail_threshold = entail_threshold
         self.contradiction_threshold = contradiction_threshold
         self.min_align = min_align
 
-    async def verify(self, claim: str, evidence: list[Passage], context: str | None = None) -> DetailedVerdict:
+    async def verify(
+        self, claim: str, evidence: list[Passage], context: str | None = None
+    ) -> DetailedVerdict:
         return self.decide(await self.assess(claim, evidence))
 
     async def assess(self, claim: str, evidence: Sequence[Passage]) -> NLIAssessment:

@@ -86,11 +86,15 @@ class SlotsVerifier:
         self.strong_align = strong_align
         self.min_coverage = min_coverage
 
-    async def verify(self, claim: str, evidence: list[Passage], context: str | None = None) -> DetailedVerdict:
+    async def verify(
+        self, claim: str, evidence: list[Passage], context: str | None = None
+    ) -> DetailedVerdict:
         aligned = await self.aligner.align(claim, split_passages(evidence), self.top_k)
         return self.judge(claim, aligned, evidence)
 
-    def judge(self, claim: str, aligned: list[Aligned], evidence: list[Passage] | None = None) -> DetailedVerdict:
+    def judge(
+        self, claim: str, aligned: list[Aligned], evidence: list[Passage] | None = None
+    ) -> DetailedVerdict:
         """Decide from already aligned sentences (best first)."""
         analysis = analyse(claim)
         usable = [a for a in aligned if a.score >= self.min_align]
@@ -99,14 +103,22 @@ class SlotsVerifier:
                 "extrapolatory", 0.7, None, evidence, analysis, reason="no evidence sentence aligns with the claim",
                 unsupported=[(s.start, s.end) for s in analysis.slots],
             )  # fmt: skip
-        lines = [_Line(a, e) for a, e in zip(usable, analyse_many([a.sentence.text for a in usable]), strict=True)]
+        lines = [
+            _Line(a, e) for a, e in zip(usable, analyse_many([a.sentence.text for a in usable]), strict=True)
+        ]
         passages = [p.text for p in evidence] if evidence else None
         support = {
-            slot: line for slot in analysis.slots if (line := _first_support(slot, lines, passages)) is not None
+            slot: line
+            for slot in analysis.slots
+            if (line := _first_support(slot, lines, passages)) is not None
         }
         unsupported = [s for s in analysis.slots if s not in support]
         found = [m for s in unsupported if (m := self._conflict(s, analysis, lines, support)) is not None]
-        found += [m for m in (self._negation_conflict(analysis, lines), self._antonym_conflict(analysis, lines)) if m]
+        found += [
+            m
+            for m in (self._negation_conflict(analysis, lines), self._antonym_conflict(analysis, lines))
+            if m
+        ]
         if found:
             found.sort(key=lambda pair: (_KIND_PRIORITY[pair[0].kind], -pair[1].score))
             mismatches = [m for m, _ in found]
@@ -126,9 +138,15 @@ class SlotsVerifier:
                 "attributable", 0.5 + 0.45 * min(1.0, (best.score + coverage) / 2), best, evidence, analysis,
                 span=_claim_span(claim), lean=0.8,
             )  # fmt: skip
-        missing = [s.text for s in unsupported] or ([analysis.relation.text] if not relation_ok and analysis.relation else [])
+        missing = [s.text for s in unsupported] or (
+            [analysis.relation.text] if not relation_ok and analysis.relation else []
+        )
         missing = missing or missing_markers
-        reason = f"not in the evidence: {', '.join(missing)}" if missing else f"evidence covers {coverage:.0%} of the claim"
+        reason = (
+            f"not in the evidence: {', '.join(missing)}"
+            if missing
+            else f"evidence covers {coverage:.0%} of the claim"
+        )
         return self._verdict(
             "extrapolatory", 0.55 + 0.3 * (1 - coverage), best, evidence, analysis, reason=reason,
             span=(unsupported[0].start, unsupported[0].end) if unsupported else None,
@@ -164,7 +182,9 @@ class SlotsVerifier:
             unsupported=unsupported or [],
         )
 
-    def _conflict(self, slot: Slot, claim: Analysis, lines: list[_Line], support: dict[Slot, _Line]) -> _Found | None:
+    def _conflict(
+        self, slot: Slot, claim: Analysis, lines: list[_Line], support: dict[Slot, _Line]
+    ) -> _Found | None:
         """A same-type slot with another value, in the same role, in a strongly aligned
         sentence about the same subject."""
         if slot.role.dep in _SUBJECT_DEPS:
@@ -172,7 +192,9 @@ class SlotsVerifier:
         for line in lines:
             if line.score < self.strong_align or not _same_subject(claim, line, support):
                 continue
-            used = {e for e in line.analysis.slots for c in claim.slots if c is not slot and slots_agree(c, e)}
+            used = {
+                e for e in line.analysis.slots for c in claim.slots if c is not slot and slots_agree(c, e)
+            }
             candidates = [e for e in line.analysis.slots if e not in used and slots_agree(slot, e) is False]
             choice = _best_candidate(slot, candidates)
             if choice is not None:
@@ -208,7 +230,11 @@ class SlotsVerifier:
             if line.score < self.strong_align:
                 continue
             for rel in line.analysis.relations:
-                if rel.lemma in _ANTONYMS[main.lemma] and rel.negated == main.negated and _same_objects(main, rel):
+                if (
+                    rel.lemma in _ANTONYMS[main.lemma]
+                    and rel.negated == main.negated
+                    and _same_objects(main, rel)
+                ):
                     return Mismatch(
                         kind="relation", span=(main.start, main.end), text=main.text, replacement=rel.text,
                         evidence_index=line.aligned.sentence.passage_index, evidence_span=line.offset(rel.start, rel.end),
@@ -230,7 +256,11 @@ def _first_support(slot: Slot, lines: list[_Line], passages: list[str] | None) -
     for line in lines:  # the rest of the aligned sentence's passage, as written
         passage = passages[line.aligned.sentence.passage_index] if passages else line.analysis.text
         if slot.kind == "entity":
-            if mentions(passage, slot.text) or slot.role.dep in _SUBJECT_DEPS and _anaphoric_subject(line.analysis):
+            if (
+                mentions(passage, slot.text)
+                or slot.role.dep in _SUBJECT_DEPS
+                and _anaphoric_subject(line.analysis)
+            ):
                 return line
         elif _normal(slot.text) in _normal(passage):
             return line
@@ -315,7 +345,9 @@ def _negated_span(analysis: Analysis, relation: Relation) -> tuple[int, int]:
     doc = analysis.doc
     verb = next(t for t in doc if t.idx == relation.start)
     tokens = [verb, *(c for c in verb.children if c.dep_ == "neg" or c.lower_ in ("never", "not", "n't"))]
-    tokens += [c for c in verb.children if c.dep_ == "aux" and c.i < verb.i and any(n.i > c.i for n in tokens[1:])]
+    tokens += [
+        c for c in verb.children if c.dep_ == "aux" and c.i < verb.i and any(n.i > c.i for n in tokens[1:])
+    ]
     start = min(t.idx for t in tokens)
     end = max(t.idx + len(t) for t in tokens)
     return start, end
@@ -341,7 +373,9 @@ def _relation_supported(claim: Analysis, lines: list[_Line], support: dict[Slot,
         present.update(terms(slot.text))
     for line in lines:
         present.update(r.lemma for r in line.analysis.relations)
-    if main.lemma not in _LIGHT_VERBS and not ({main.lemma, stem(main.lemma), stem(main.text.lower())} & present):
+    if main.lemma not in _LIGHT_VERBS and not (
+        {main.lemma, stem(main.lemma), stem(main.text.lower())} & present
+    ):
         return False
     objects = [o for o in main.objects if o.isalpha() and o not in _STOP_OBJECTS]
     return all(o in present or stem(o) in present for o in objects)
