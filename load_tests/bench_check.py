@@ -1,0 +1,90 @@
+"""Per-sentence check latency of the offline default pipeline (issue 5's benchmark).
+
+Checks every sentence of the scripted demo answers, as streams would: ``streams`` answers at
+once, each answer's sentences submitted through the same CheckRunner the proxy uses
+(per-stream and global concurrency caps), with a generous budget so the figure is the real
+check time, not the budget. A warm-up pass runs first (model sessions, spaCy, caches are
+then warm as in a running server); a second, cold-cache pass uses answers with their
+numbers changed, so the search and embedding caches cannot answer.
+
+    python -m load_tests.bench_check --streams 1,20
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import statistics
+import time
+from typing import Annotated
+
+import typer
+
+from middleware.checking import CheckRunner
+from middleware.segmenter import segment_text
+from middleware.settings import load_settings
+from middleware.types import CheckContext, Sentence
+
+
+def _sentences(text: str) -> list[Sentence]:
+    checkable = [s for s in segment_text(text) if s.checkable]
+    return [Sentence(index=i, start=s.start, end=s.end, text=s.text) for i, s in enumerate(checkable)]
+
+
+def _shift_numbers(text: str, by: int) -> str:
+    return re.sub(r"\b(1[5-9]\d\d|20\d\d)\b", lambda m: str(int(m.group()) + by), text)
+
+
+async def _one_answer(runner: CheckRunner, text: str, latencies: list[float]) -> None:
+    checks = runner.for_stream()
+    sentences = _sentences(text)
+    started: dict[int, float] = {}
+    for sentence in sentences:
+        started[sentence.index] = time.perf_counter()
+        previous = [s.text for s in sentences[: sentence.index]]
+        task = checks.submit(sentence, CheckContext(previous=previous))
+        task.add_done_callback(lambda t, i=sentence.index: latencies.append(time.perf_counter() - started[i]))
+    await checks.wait_all()
+
+
+async def _run(runner: CheckRunner, answers: list[str], streams: int) -> tuple[list[float], float]:
+    latencies: list[float] = []
+    t0 = time.perf_counter()
+    batch = [answers[i % len(answers)] for i in range(max(streams, len(answers)))]
+    for start in range(0, len(batch), streams):
+        await asyncio.gather(*(_one_answer(runner, a, latencies) for a in batch[start : start + streams]))
+    return latencies, time.perf_counter() - t0
+
+
+def _pct(values: list[float], q: float) -> float:
+    values = sorted(values)
+    return 1000 * values[min(len(values) - 1, int(round(q * (len(values) - 1))))]
+
+
+def main(streams: Annotated[str, typer.Option(help="comma-separated concurrent streams")] = "1,20") -> None:
+    from adapters.demo_upstream import DemoAnswers
+    from middleware.evidence.index import ensure_demo_index
+    from middleware.pipeline.assembly import build_pipeline_checker
+
+    settings = load_settings()
+    ensure_demo_index(settings.evidence.index_dir, settings=settings)
+    checker = build_pipeline_checker(settings)
+    check_settings = settings.check.model_copy(update={"sentence_budget_s": 60.0})
+    answers = [a["answer"] for a in DemoAnswers.load().answers]
+    print("| streams | pass | sentences | p50 ms | p95 ms | max ms | sentences/s |")
+    print("|---|---|---|---|---|---|---|")
+
+    async def bench() -> None:
+        runner = CheckRunner(checker, check_settings)
+        await _run(runner, answers, 4)  # warm-up: sessions, spaCy, caches
+        for n in [int(s) for s in streams.split(",")]:
+            for label, texts in (("warm", answers), ("cold", [_shift_numbers(a, n) for a in answers])):
+                latencies, elapsed = await _run(runner, texts, n)
+                print(f"| {n} | {label} | {len(latencies)} | {statistics.median(latencies) * 1000:.0f} | "
+                      f"{_pct(latencies, 0.95):.0f} | {max(latencies) * 1000:.0f} | {len(latencies) / elapsed:.1f} |")
+
+    asyncio.run(bench())
+
+
+if __name__ == "__main__":
+    typer.run(main)
