@@ -4,7 +4,9 @@ and load_tests/.
 What it answers, in order of precedence:
 1. a ``mock`` object in the request body (tests send it through the proxy, which forwards
    unknown fields unchanged): ``{"text": ..., "token_rate": ..., "error_status": ...,
-   "fail_after": n, "hang_after": n, "invalid_after": n}``;
+   "fail_after": n, "hang_after": n, "invalid_after": n, "closed_book_text": ...}``
+   (``closed_book_text`` answers a request without system and tool messages: the proxy's
+   closed-book call of the memory check);
 2. the scripted demo answers (``demo_answers.yaml``) whose keywords match the last user message;
 3. the default answer.
 Text is streamed in word-piece sized tokens (at most 5 characters plus leading space), as
@@ -90,6 +92,10 @@ class DemoUpstream:
     def script_for(self, body: dict[str, Any]) -> Script:
         mock = body.get("mock")
         if isinstance(mock, dict):
+            mock = dict(mock)
+            closed_book = mock.pop("closed_book_text", None)
+            if closed_book is not None and not _has_context_messages(body):
+                mock["text"] = closed_book
             return Script(**{"token_rate": self.default_rate, **mock})
         question = ""
         for message in reversed(body.get("messages") or []):
@@ -159,6 +165,11 @@ class DemoUpstream:
         await send("[DONE]")
         await response.write_eof()
         return response
+
+
+def _has_context_messages(body: dict[str, Any]) -> bool:
+    return any(isinstance(m, dict) and m.get("role") in ("system", "developer", "tool", "function")
+               for m in body.get("messages") or [])
 
 
 def _completion(text: str, model: str) -> dict[str, Any]:

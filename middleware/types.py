@@ -9,7 +9,7 @@ otherwise.
 from __future__ import annotations
 
 from enum import Enum
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -184,3 +184,6 @@ class CheckContext(_Model):
     )
     mode: Mode = Mode.ANNOTATE
     options: dict[str, object] = Field(default_factory=dict, description="per-request factcheck options")
+    memory: Any = Field(
+        default=None, exclude=True, description="the request's memory check (middleware.grounding.MemoryCheck)"
+    )

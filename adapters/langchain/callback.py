@@ -25,10 +25,10 @@ from typing import Any
 from uuid import UUID
 
 from langchain_core.callbacks import AsyncCallbackHandler
-from langchain_core.messages import BaseMessage
+from langchain_core.messages import BaseMessage, HumanMessage
 from langchain_core.outputs import ChatGenerationChunk, GenerationChunk, LLMResult
 
-from adapters.langchain.session import Held, TextChecks, as_runner, last_user_text
+from adapters.langchain.session import Held, TextChecks, as_runner, check_context
 from middleware.checking import CheckRunner
 from middleware.interfaces import Checker
 from middleware.settings import CheckSettings
@@ -75,10 +75,10 @@ class FactCheckCallbackHandler(AsyncCallbackHandler):
     async def on_chat_model_start(
         self, serialized: dict[str, Any], messages: list[list[BaseMessage]], *, run_id: UUID, **kwargs: Any
     ) -> None:
-        self._start(run_id, last_user_text(messages[0]) if messages else None)
+        self._start(run_id, check_context(messages[0] if messages else [], self.mode))
 
     async def on_llm_start(self, serialized: dict[str, Any], prompts: list[str], *, run_id: UUID, **kwargs: Any) -> None:
-        self._start(run_id, prompts[-1] if prompts else None)
+        self._start(run_id, check_context([HumanMessage(content=prompts[-1])] if prompts else [], self.mode))
 
     async def on_llm_new_token(
         self,
@@ -139,8 +139,7 @@ class FactCheckCallbackHandler(AsyncCallbackHandler):
         self._queue.put_nowait(None)
 
     # ------------------------------------------------------------ internals
-    def _start(self, run_id: UUID, user_message: str | None) -> None:
-        context = CheckContext(user_message=user_message, mode=self.mode)
+    def _start(self, run_id: UUID, context: CheckContext) -> None:
         self._runs[run_id] = _Run(TextChecks(self._runner, context))
 
     def _deliver(self, run: _Run, held: list[Held]) -> None:

@@ -46,12 +46,12 @@ from adapters.langchain.session import (
     SummaryEvent,
     TextChecks,
     as_runner,
-    last_user_text,
+    check_context,
 )
 from middleware.checking import CheckRunner
 from middleware.interfaces import Checker
 from middleware.settings import CheckSettings
-from middleware.types import CheckContext, Mode, SentenceReport
+from middleware.types import Mode, SentenceReport
 
 Item = BaseMessageChunk | FactCheckEvent
 
@@ -126,7 +126,7 @@ class FactCheckedChatModel(Runnable[LanguageModelInput, Item]):
             async for chunk in chunks:
                 yield chunk
             return
-        context = CheckContext(user_message=last_user_text(_messages(input)), mode=mode)
+        context = check_context(_messages(input), mode)
         checks = TextChecks(self.runner, context)
         stream = _annotate(chunks, checks) if mode is Mode.ANNOTATE else _correct(chunks, checks)
         try:

@@ -11,6 +11,7 @@ from typing import Any, Literal
 from langchain_core.messages import BaseMessage
 
 from middleware.checking import CheckRunner
+from middleware.grounding import context_passages, message_texts
 from middleware.interfaces import Checker
 from middleware.segmenter import StreamSegmenter
 from middleware.settings import CheckSettings
@@ -65,6 +66,18 @@ def last_user_text(messages: Sequence[BaseMessage]) -> str | None:
         if message.type == "human":
             return message.text
     return None
+
+
+_ROLES = {"human": "user", "ai": "assistant"}
+
+
+def check_context(messages: Sequence[BaseMessage], mode: Mode) -> CheckContext:
+    """The checks' context for a model call: the last human message, and the call's own
+    system, human and tool/function messages as ``context`` evidence, named by position
+    (``messages[2] (tool)``) as the proxy names a request's messages."""
+    pairs = [(_ROLES.get(m.type, m.type), m.text) for m in messages]
+    return CheckContext(user_message=last_user_text(messages), mode=mode,
+                        request_passages=context_passages(message_texts(pairs)))
 
 
 class TextChecks:

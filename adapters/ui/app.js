@@ -382,6 +382,12 @@ function passageNode(passage, rank) {
   ]);
 }
 
+function memoryText(memory) {
+  const cb = Number(memory.closed_book_similarity).toFixed(2);
+  const ctx = Number(memory.context_similarity).toFixed(2);
+  return `${memory.flagged ? "flagged" : "not flagged"}: closed-book ${cb} vs context ${ctx} (margin ${Number(memory.margin).toFixed(2)})`;
+}
+
 function showDetails(index) {
   const entry = ui.answer && ui.answer.sentences.get(index);
   if (!entry) return;
@@ -394,7 +400,7 @@ function showDetails(index) {
   parts.push(section("Verdict", keyValues([
     ["label", verdict.label], ["reason", verdict.reason], ["scores", scores], ["backend", verdict.backend],
     ["QUIP", report.quip != null ? Number(report.quip).toFixed(2) : null],
-    ["memory", report.memory ? `${report.memory.flagged ? "flagged" : "not flagged"} (margin ${Number(report.memory.margin).toFixed(2)})` : null],
+    ["memory", report.memory ? memoryText(report.memory) : null],
   ])));
   if (verdict.evidence_sentence) {
     parts.push(section("Deciding evidence", el("blockquote", { className: "evidence", text: verdict.evidence_sentence })));

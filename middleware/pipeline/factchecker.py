@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
 import numpy as np
 
+from middleware.grounding import MemoryCheck, sources_for_policy
 from middleware.interfaces import Embedder, EvidenceSource
 from middleware.metrics import timed
 from middleware.pipeline.attribution import select_report, unique_passages
@@ -73,6 +75,7 @@ class FactChecker:
 
     # ------------------------------------------------------------------ check
     async def check(self, sentence: Sentence, context: CheckContext) -> SentenceReport:
+        started = time.perf_counter()
         timings: dict[str, float] = {}
         text = _without_code(sentence)
         await asyncio.to_thread(analyse, text)  # the parse is the costly part; later stages hit the cache
@@ -88,8 +91,13 @@ class FactChecker:
         if context.mode is Mode.CORRECT and verdict.label == "contradictory":
             corrected, edits = await self._correct(sentence, verdict, evidence, edits, timings)
         quip = self.parts.portrait.quip_score(sentence.text) if self.parts.portrait is not None else None
-        return self._report(sentence, verdict, timings, tags=tags, edits=edits, questions=questions,
-                            evidence=evidence, corrected=corrected, quip=quip)
+        memory = None
+        if isinstance(context.memory, MemoryCheck):  # the client asked for the memory-hallucination signal
+            memory = await context.memory.signal(claim.text, evidence, context.request_passages, self.parts.embedder,
+                                                 started, timings)
+        report = self._report(sentence, verdict, timings, tags=tags, edits=edits, questions=questions,
+                              evidence=evidence, corrected=corrected, quip=quip)
+        return report.model_copy(update={"memory": memory}) if memory is not None else report
 
     async def _research(
         self, claim: str, questions: list[Question], context: CheckContext, timings: dict[str, float]
@@ -107,10 +115,7 @@ class FactChecker:
 
     def _sources_for(self, context: CheckContext) -> list[EvidenceSource]:
         policy = context.options.get("context_policy") or self.parts.context_policy
-        request = [RequestPassages(context.request_passages)] if context.request_passages else []
-        if request and policy == "only":
-            return request
-        return request + self.parts.sources
+        return sources_for_policy(context.request_passages, self.parts.sources, str(policy))
 
     async def _search(self, sources: Sequence[EvidenceSource], query: str) -> list[Passage]:
         results = await asyncio.gather(*(s.search(query, self.parts.top_k) for s in sources), return_exceptions=True)
@@ -193,24 +198,6 @@ class FactChecker:
         }
         attr = float(np.mean([v.scores.get("attributable", 0.0) for v in verdicts]))
         return alignment, attr
-
-
-class RequestPassages:
-    """Passages taken from the request itself, searched lexically (small: no index needed)."""
-
-    name = "context"
-
-    def __init__(self, passages: Sequence[Passage]) -> None:
-        self._passages = list(passages)
-
-    async def search(self, query: str, k: int) -> list[Passage]:
-        from middleware.pipeline.lexical import terms
-
-        wanted = set(terms(query))
-        scored = [(len(wanted & set(terms(p.text))), i) for i, p in enumerate(self._passages)]
-        scored = [s for s in scored if s[0] > 0]
-        scored.sort(key=lambda s: (-s[0], s[1]))
-        return [self._passages[i].model_copy(update={"score": float(n)}) for n, i in scored[:k]]
 
 
 def _without_code(sentence: Sentence) -> str:

@@ -14,6 +14,7 @@ from aiohttp import web
 
 from middleware.checking import CheckRunner
 from middleware.errors import RequestError, UpstreamError
+from middleware.grounding import MemoryCheck, request_passages
 from middleware.interfaces import Upstream
 from middleware.metrics import ACTIVE_STREAMS, ADDED_LATENCY, REQUESTS, TIME_TO_FIRST_TOKEN, UPSTREAM_ERRORS
 from middleware.segmenter import segment_text
@@ -52,9 +53,38 @@ def _json(data: Any, status: int = 200) -> web.Response:
     return web.json_response(data, status=status, dumps=lambda d: json.dumps(d, ensure_ascii=False))
 
 
-def check_context(request: ChatRequest, mode: Mode) -> CheckContext:
+MEMORY_WAIT_SHARE = 0.5
+"""Share of the sentence budget a check may spend (from its start) waiting for the closed-book answer."""
+
+
+async def check_context(
+    request: ChatRequest, mode: Mode, http: web.Request | None = None, forward: dict[str, Any] | None = None
+) -> CheckContext:
+    """The request's ``CheckContext``: its factcheck options and its own context passages
+    (split in a worker thread: a request may carry a megabyte of documents). With ``http``
+    and ``forward`` (the body going upstream) and ``factcheck.memory_check`` set, the memory
+    check's closed-book upstream call starts now; ``release_context`` stops it."""
     options = request.factcheck.model_dump(exclude={"mode"}, mode="json") if request.factcheck else {}
-    return CheckContext(user_message=request.last_user_message(), mode=mode, options=options)
+    context = CheckContext(user_message=request.last_user_message(), mode=mode, options=options)
+    if mode is Mode.OFF:
+        return context
+    passages = await asyncio.to_thread(request_passages, request)
+    memory = None
+    wanted = request.factcheck is not None and request.factcheck.memory_check
+    if wanted and passages and http is not None and forward is not None:
+        settings = http.app[SETTINGS_KEY]
+        memory = MemoryCheck.start(
+            http.app[UPSTREAM_KEY], forward, upstream_headers(http), context.user_message or "",
+            max_tokens=settings.pipeline.memory_max_tokens, margin=settings.pipeline.memory_margin,
+            wait_s=MEMORY_WAIT_SHARE * settings.check.sentence_budget_s,
+        )
+    return context.model_copy(update={"request_passages": passages, "memory": memory})
+
+
+def release_context(context: CheckContext) -> None:
+    """The request is over: stop its closed-book call if it still runs."""
+    if isinstance(context.memory, MemoryCheck):
+        context.memory.close()
 
 
 async def chat_completions(request: web.Request) -> web.StreamResponse:
@@ -77,16 +107,20 @@ async def open_chat_stream(
     and record the stream bookkeeping (active streams, added latency). Shared by the SSE
     endpoint and the websocket. Upstream errors before the stream propagate (status + body)."""
     runner = request.app[RUNNER_KEY]
-    stream = await request.app[UPSTREAM_KEY].open_stream(forward, upstream_headers(request))
+    context = await check_context(chat, mode, request, forward)  # the memory check's call starts with the request
+    try:
+        stream = await request.app[UPSTREAM_KEY].open_stream(forward, upstream_headers(request))
+    except BaseException:
+        release_context(context)
+        raise
     counter = request.app[STREAMS_KEY]
     ACTIVE_STREAMS.inc()
     counter.active += 1
-    chat_stream = ChatStream(
-        stream.events(), mode, runner.for_stream(), check_context(chat, mode), runner.summarize, started
-    )
+    chat_stream = ChatStream(stream.events(), mode, runner.for_stream(), context, runner.summarize, started)
     try:
         yield chat_stream
     finally:
+        release_context(context)
         stream.close()
         ACTIVE_STREAMS.dec()
         counter.active -= 1
@@ -113,6 +147,16 @@ async def _stream(
 
 
 async def _complete(request: web.Request, chat: ChatRequest, forward: dict[str, Any], mode: Mode) -> web.Response:
+    context = await check_context(chat, mode, request, forward)  # the memory check's call starts with the request
+    try:
+        return await _complete_checked(request, forward, mode, context)
+    finally:
+        release_context(context)
+
+
+async def _complete_checked(
+    request: web.Request, forward: dict[str, Any], mode: Mode, context: CheckContext
+) -> web.Response:
     upstream = request.app[UPSTREAM_KEY]
     t0 = time.perf_counter()
     raw, completion = await upstream.complete(forward, upstream_headers(request))
@@ -124,7 +168,7 @@ async def _complete(request: web.Request, chat: ChatRequest, forward: dict[str, 
     if content is None:
         return web.Response(body=raw, content_type="application/json")
     runner = request.app[RUNNER_KEY]
-    reports = await check_text(runner, content, check_context(chat, mode))
+    reports = await check_text(runner, content, context)
     summary = await runner.summarize(reports, mode)
     if mode is Mode.CORRECT:
         completion["choices"][0]["message"]["content"] = apply_corrections(content, reports)
