@@ -100,55 +100,59 @@ class SlotsVerifier:
         usable = [a for a in aligned if a.score >= self.min_align]
         if not usable:
             return self._verdict(
-                "extrapolatory", 0.7, None, evidence, analysis, reason="no evidence sentence aligns with the claim",
+                "extrapolatory", 0.7, None, reason="no evidence sentence aligns with the claim",
                 unsupported=[(s.start, s.end) for s in analysis.slots],
             )  # fmt: skip
-        lines = [
-            _Line(a, e) for a, e in zip(usable, analyse_many([a.sentence.text for a in usable]), strict=True)
-        ]
+        texts = [a.sentence.text for a in usable]
+        lines = [_Line(a, e) for a, e in zip(usable, analyse_many(texts), strict=True)]
         passages = [p.text for p in evidence] if evidence else None
-        support = {
-            slot: line
-            for slot in analysis.slots
-            if (line := _first_support(slot, lines, passages)) is not None
-        }
+        support = {s: ln for s in analysis.slots if (ln := _first_support(s, lines, passages)) is not None}
         unsupported = [s for s in analysis.slots if s not in support]
-        found = [m for s in unsupported if (m := self._conflict(s, analysis, lines, support)) is not None]
-        found += [
-            m
-            for m in (self._negation_conflict(analysis, lines), self._antonym_conflict(analysis, lines))
-            if m
-        ]
-        if found:
-            found.sort(key=lambda pair: (_KIND_PRIORITY[pair[0].kind], -pair[1].score))
-            mismatches = [m for m, _ in found]
-            first, line = found[0]
-            return self._verdict(
-                "contradictory", 0.55 + 0.4 * min(line.score, 1.0), line, evidence, analysis,
-                reason=f"evidence says {first.replacement!r} where the claim says {first.text!r}"
-                if first.replacement is not None else f"evidence disagrees on {first.text!r}",
-                span=first.span, mismatches=mismatches, unsupported=[(s.start, s.end) for s in unsupported],
-            )  # fmt: skip
-        coverage = _coverage(analysis, lines, support)
-        relation_ok = _relation_supported(analysis, lines, support)
-        missing_markers = _missing_markers(analysis, lines)
-        best = max(lines, key=lambda ln: (sum(1 for v in support.values() if v is ln), ln.score))
-        if not unsupported and relation_ok and not missing_markers and coverage >= self.min_coverage:
-            return self._verdict(
-                "attributable", 0.5 + 0.45 * min(1.0, (best.score + coverage) / 2), best, evidence, analysis,
-                span=_claim_span(claim), lean=0.8,
-            )  # fmt: skip
-        missing = [s.text for s in unsupported] or (
-            [analysis.relation.text] if not relation_ok and analysis.relation else []
+        return self._contradicted(analysis, lines, support, unsupported) or self._supported(
+            analysis, lines, support, unsupported
         )
-        missing = missing or missing_markers
+
+    def _contradicted(
+        self, claim: Analysis, lines: list[_Line], support: dict[Slot, _Line], unsupported: list[Slot]
+    ) -> DetailedVerdict | None:
+        found = [m for s in unsupported if (m := self._conflict(s, claim, lines, support)) is not None]
+        found += [
+            m for m in (self._negation_conflict(claim, lines), self._antonym_conflict(claim, lines)) if m
+        ]
+        if not found:
+            return None
+        found.sort(key=lambda pair: (_KIND_PRIORITY[pair[0].kind], -pair[1].score))
+        first, line = found[0]
         reason = (
-            f"not in the evidence: {', '.join(missing)}"
-            if missing
-            else f"evidence covers {coverage:.0%} of the claim"
+            f"evidence says {first.replacement!r} where the claim says {first.text!r}"
+            if first.replacement is not None
+            else f"evidence disagrees on {first.text!r}"
         )
         return self._verdict(
-            "extrapolatory", 0.55 + 0.3 * (1 - coverage), best, evidence, analysis, reason=reason,
+            "contradictory", 0.55 + 0.4 * min(line.score, 1.0), line, reason=reason, span=first.span,
+            mismatches=[m for m, _ in found], unsupported=[(s.start, s.end) for s in unsupported],
+        )  # fmt: skip
+
+    def _supported(
+        self, claim: Analysis, lines: list[_Line], support: dict[Slot, _Line], unsupported: list[Slot]
+    ) -> DetailedVerdict:
+        coverage = _coverage(claim, lines, support)
+        relation_ok = _relation_supported(claim, lines, support)
+        markers = _missing_markers(claim, lines)
+        best = max(lines, key=lambda ln: (sum(1 for v in support.values() if v is ln), ln.score))
+        if not unsupported and relation_ok and not markers and coverage >= self.min_coverage:
+            confidence = 0.5 + 0.45 * min(1.0, (best.score + coverage) / 2)
+            return self._verdict("attributable", confidence, best, span=_claim_span(claim.text), lean=0.8)
+        if unsupported:
+            reason = f"not in the evidence: {', '.join(s.text for s in unsupported)}"
+        elif not relation_ok and claim.relation is not None:
+            reason = f"the evidence does not state {claim.relation.text!r} with its objects"
+        elif markers:
+            reason = f"the claim and the evidence differ on {', '.join(repr(m) for m in markers)}"
+        else:
+            reason = f"evidence covers {coverage:.0%} of the claim"
+        return self._verdict(
+            "extrapolatory", 0.55 + 0.3 * (1 - coverage), best, reason=reason,
             span=(unsupported[0].start, unsupported[0].end) if unsupported else None,
             unsupported=[(s.start, s.end) for s in unsupported], lean=min(0.9, coverage),
         )  # fmt: skip
@@ -158,8 +162,6 @@ class SlotsVerifier:
         label: str,
         confidence: float,
         line: _Line | None,
-        evidence: list[Passage] | None,
-        analysis: Analysis,
         *,
         reason: str | None = None,
         span: tuple[int, int] | None = None,
