@@ -82,6 +82,8 @@ class RunSummary:
     cpu_percent: float | None
     """CPU used by the target's process (the mock upstream for ``direct``), % of one core."""
     peak_rss_mb: float | None
+    driver_cpu_percent: float | None = None
+    """CPU used by this driver, % of one core: near 100 means the driver itself limits the figures."""
     first_errors: list[str] = field(default_factory=list)
 
 
@@ -255,8 +257,9 @@ class Load:
     """Workers start at random offsets within this many seconds."""
 
 
-async def run_load(target: Target, load: Load) -> tuple[list[StreamResult], float, float | None]:
-    """Run ``load`` against ``target``: results, elapsed seconds, target CPU % of one core."""
+async def run_load(target: Target, load: Load) -> tuple[list[StreamResult], float, float | None, float]:
+    """Run ``load`` against ``target``: results, elapsed seconds, target CPU % and driver
+    CPU %, each of one core."""
     results: list[StreamResult] = []
     body = request_body(load.text)
     start = time.perf_counter()
@@ -274,6 +277,8 @@ async def run_load(target: Target, load: Load) -> tuple[list[StreamResult], floa
             await asyncio.sleep(0.25)
 
     cpu0 = process.cpu_seconds() if process else None
+    me = psutil.Process()
+    mine0 = sum(me.cpu_times()[:2])
     connector = aiohttp.TCPConnector(limit=0)
     async with aiohttp.ClientSession(connector=connector, timeout=aiohttp.ClientTimeout(total=120)) as session:
         sampling = asyncio.create_task(sampler())
@@ -281,7 +286,7 @@ async def run_load(target: Target, load: Load) -> tuple[list[StreamResult], floa
         sampling.cancel()
     elapsed = time.perf_counter() - start
     cpu = None if process is None or cpu0 is None else 100.0 * (process.cpu_seconds() - cpu0) / elapsed
-    return results, elapsed, cpu
+    return results, elapsed, cpu, 100.0 * (sum(me.cpu_times()[:2]) - mine0) / elapsed
 
 
 def _pct(values: list[float], q: float) -> float:
@@ -298,6 +303,7 @@ class Pool:
     results: list[StreamResult] = field(default_factory=list)
     elapsed: float = 0.0
     cpu: list[float] = field(default_factory=list)
+    driver_cpu: list[float] = field(default_factory=list)
     peak_rss: int = 0
 
 
@@ -321,16 +327,17 @@ def summarise(target: str, mode: str, streams: int, pool: Pool) -> RunSummary:
         tokens_per_s=sum(r.tokens for r in ok) / pool.elapsed if pool.elapsed else 0.0,
         cpu_percent=statistics.median(pool.cpu) if pool.cpu else None,
         peak_rss_mb=pool.peak_rss / 2**20 if pool.peak_rss else None,
+        driver_cpu_percent=statistics.median(pool.driver_cpu) if pool.driver_cpu else None,
         first_errors=list(dict.fromkeys(errors))[:3],
     )
 
 
 _COLUMNS = ("target", "mode", "streams", "requests", "errors", "mismatches", "ttft_p50_ms", "ttft_p99_ms",
             "gap_p50_ms", "gap_p99_ms", "report_p50_ms", "report_p95_ms", "tokens_per_s", "cpu_percent",
-            "peak_rss_mb")
+            "peak_rss_mb", "driver_cpu_percent")
 _HEADINGS = ("target", "mode", "streams", "requests", "errors", "mismatches", "TTFT p50 ms", "TTFT p99 ms",
              "gap p50 ms", "gap p99 ms", "report p50 ms", "report p95 ms", "tokens/s", "CPU % of a core",
-             "peak RSS MB")
+             "peak RSS MB", "driver CPU %")
 
 
 def _cell(value: Any) -> str:
@@ -419,7 +426,7 @@ def run_all(targets: list[Target], levels: list[int], duration: float, rounds: i
             for target in targets[shift:] + targets[:shift]:
                 if target.process is not None:
                     target.process.peak_rss = 0
-                results, elapsed, cpu = asyncio.run(
+                results, elapsed, cpu, driver_cpu = asyncio.run(
                     run_load(target, Load(n, duration, text, _ramp(text, token_rate, duration)))
                 )
                 pool = pools.setdefault((target.name, target.mode, n), Pool())
@@ -427,6 +434,7 @@ def run_all(targets: list[Target], levels: list[int], duration: float, rounds: i
                 pool.elapsed += elapsed
                 if cpu is not None:
                     pool.cpu.append(cpu)
+                pool.driver_cpu.append(driver_cpu)
                 if target.process is not None:
                     pool.peak_rss = max(pool.peak_rss, target.process.peak_rss)
                 print(f"  {target.name}/{target.mode} @ {n}: {len(results)} streams in {elapsed:.1f}s",

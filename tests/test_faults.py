@@ -133,9 +133,11 @@ class SlowSource:
     name = "slow"
 
     def __init__(self) -> None:
+        self.started = 0
         self.cancelled = 0
 
     async def search(self, query: str, k: int) -> list[Passage]:
+        self.started += 1
         try:
             await asyncio.sleep(60)
         except asyncio.CancelledError:
@@ -238,7 +240,7 @@ async def test_search_providers_down_give_extrapolatory_not_errors(make_proxy, m
 
 async def test_slow_search_provider_reports_unverified_timeout_within_budget(make_proxy):
     slow = SlowSource()
-    proxy = await make_proxy(pipeline([slow]), **{"check.sentence_budget_s": 0.3})
+    proxy = await make_proxy(pipeline([slow]), **{"check.sentence_budget_s": 1.0})
     events = await stream_events(proxy.url, chat_body(mode="correct"))
     assert_clean_end(events, "correct")
     assert content_of(events) == TEXT  # held sentences are released at the budget, unedited
@@ -246,7 +248,7 @@ async def test_slow_search_provider_reports_unverified_timeout_within_budget(mak
     assert len(verdicts) == 3
     assert any(v["label"] == "unverified" and v["reason"] == "timeout" for v in verdicts)
     assert all(v["label"] == "skipped" or (v["label"], v["reason"]) == ("unverified", "timeout") for v in verdicts)
-    assert slow.cancelled >= 1  # the searches were cancelled, not left running
+    assert slow.cancelled == slow.started  # every search was cancelled at the budget, none left running
 
 
 # --- a model session that raises ----------------------------------------------------------------
