@@ -34,6 +34,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Annotated, Any
@@ -60,6 +61,7 @@ class StreamResult:
     duration: float = 0.0
     error: str | None = None
     mismatch: bool = False
+    verdicts: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -84,6 +86,8 @@ class RunSummary:
     peak_rss_mb: float | None
     driver_cpu_percent: float | None = None
     """CPU used by this driver, % of one core: near 100 means the driver itself limits the figures."""
+    verdicts: dict[str, int] = field(default_factory=dict)
+    """Sentence reports by verdict label (reason in brackets for unverified ones)."""
     first_errors: list[str] = field(default_factory=list)
 
 
@@ -240,6 +244,9 @@ async def one_stream(session: aiohttp.ClientSession, target: Target, body: dict[
                 if report:
                     done_at = next((t for n, t in reached if n >= report["end"]), now)
                     result.report_latencies.append(now - done_at)
+                    verdict = report["verdict"]
+                    reason = f" ({verdict.get('reason')})" if verdict["label"] == "unverified" else ""
+                    result.verdicts.append(verdict["label"] + reason)
     except (aiohttp.ClientError, asyncio.TimeoutError, ValueError) as exc:
         result.error = f"{type(exc).__name__}: {exc}"
     result.duration = time.perf_counter() - t0
@@ -329,6 +336,7 @@ def summarise(target: str, mode: str, streams: int, pool: Pool) -> RunSummary:
         peak_rss_mb=pool.peak_rss / 2**20 if pool.peak_rss else None,
         driver_cpu_percent=statistics.median(pool.driver_cpu) if pool.driver_cpu else None,
         first_errors=list(dict.fromkeys(errors))[:3],
+        verdicts=dict(Counter(v for r in ok for v in r.verdicts).most_common()),
     )
 
 
@@ -482,6 +490,9 @@ def main(
     print(table)
     print()
     print("\n".join(c.text() for c in compared))
+    for row in rows:
+        if row.verdicts:
+            print(f"verdicts {row.target}/{row.mode} @ {row.streams}: {row.verdicts}")
     config = {"streams": levels, "duration_s": duration, "token_rate": token_rate, "modes": modes.split(","),
               "checker": checker, "rounds": rounds, "answer_tokens": len(tokenize(ANSWER)),
               "cpu_count": os.cpu_count()}
