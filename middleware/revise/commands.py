@@ -71,6 +71,7 @@ def eval_edit(
     verifier: VerifierName = "auto",
     embed: Embed = False,
     limit: Annotated[int, typer.Option(help="evaluate only the first N lines (0: all)")] = 0,
+    clean: Annotated[bool, typer.Option(help="edit the correct 'original' texts instead: spurious-edit check")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="print the summary as JSON")] = False,
 ) -> None:
     """Attr_auto before/after, Pres_Lev, F1_AP, PURR edit classes and exact-fix rate."""
@@ -80,9 +81,12 @@ def eval_edit(
     checker, editor = _components(backend, model, verifier, embed)
     rows = list(read_lines(file))
     rows = rows[:limit] if limit else rows
+    if clean:
+        rows = [row | {"text": row["original"]} for row in rows if isinstance(row.get("original"), str)]
     started = time.perf_counter()
     report = asyncio.run(evaluate(rows, checker, editor))
-    summary = {"file": str(file), "editor": editor.name, "verifier": checker.name} | report.summary()
+    summary = {"file": str(file) + (" (clean originals)" if clean else ""), "editor": editor.name,
+               "verifier": checker.name} | report.summary()
     summary["seconds_per_line"] = round((time.perf_counter() - started) / max(len(rows), 1), 3)
     if as_json:
         typer.echo(json.dumps(summary, indent=2))
@@ -154,6 +158,7 @@ def train_editor(
     precision: Annotated[str, typer.Option(help="fp32, bf16 or fp16 (GPU autocast)")] = "fp32",
     max_minutes: Annotated[float, typer.Option(help="wall-clock budget for training")] = 600.0,
     seed: int = 13,
+    threads: Annotated[int | None, typer.Option(help="CPU threads for torch (default: torch's choice)")] = None,
     export: Annotated[bool, typer.Option(help="export the trained model to ONNX for the runtime")] = True,
     quantize: Annotated[str | None, typer.Option(help="int8 to quantise the export")] = None,
 ) -> None:
@@ -165,6 +170,7 @@ def train_editor(
         data=data, base=base, out=out, epochs=epochs, lr=lr, batch_size=batch_size, grad_accum=grad_accum,
         max_evidence=max_evidence, max_length=max_length, max_target=max_target, dev_share=dev_share,
         device=device, precision=precision, max_minutes=max_minutes, seed=seed, export=export, quantize=quantize,
+        threads=threads,
     )  # fmt: skip
     result = run(config)
     typer.echo(json.dumps(result, indent=2))

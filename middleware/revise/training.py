@@ -178,7 +178,7 @@ def train_editor(config: EditorTrainConfig) -> dict[str, Any]:
             with autocast():
                 loss = fid_loss(model, batch) / config.grad_accum
             scaler.scale(loss).backward()
-            losses.append(float(loss) * config.grad_accum)
+            losses.append(loss.item() * config.grad_accum)
             if (k + 1) % config.grad_accum and k + 1 < len(batches):
                 continue
             scaler.unscale_(optimizer)
@@ -202,7 +202,8 @@ def train_editor(config: EditorTrainConfig) -> dict[str, Any]:
     (checkpoint / EDITOR_CONFIG).write_text(json.dumps(editor_config, indent=2), encoding="utf-8")
     result: dict[str, Any] = {
         "train_examples": len(train), "dev_examples": len(dev), "steps": step, "train_seconds": round(train_seconds, 1),
-        "final_loss": round(sum(losses[-50:]) / max(len(losses[-50:]), 1), 4), "device": str(device),
+        "first_loss": round(sum(losses[:10]) / max(len(losses[:10]), 1), 4),
+        "final_loss": round(sum(losses[-10:]) / max(len(losses[-10:]), 1), 4), "device": str(device),
         "checkpoint": str(checkpoint),
     }  # fmt: skip
     predictions = _predict(model, tokenizer, dev, config, device)

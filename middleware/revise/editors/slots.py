@@ -451,12 +451,14 @@ def _role_similarity(a: Slot, b: Slot) -> float:
 
 
 def _anchor_candidates(
-    sentence: str, lines: Sequence[Aligned], max_claim: int = 3, max_evidence: int = 6
+    sentence: str, lines: Sequence[Aligned], max_claim: int = 3, max_evidence: int = 6, max_words: int = 3
 ) -> list[Candidate]:
     """Where the claim and an aligned evidence sentence differ in a short run of words
     between matching words: at least three matching words around it, two of them content
     words (at the start or end of the sentence, one side suffices). When both runs hold
-    a slot of the same type, only the slot is replaced."""
+    a slot of the same type, only the slot is replaced; otherwise the evidence's run (at
+    most ``max_words`` words, bringing no entity, number or date where the claim's run has
+    none) replaces the claim's."""
     out = []
     claim_slots = analyse(sentence).slots
     for line in lines:
@@ -484,6 +486,10 @@ def _anchor_candidates(
                 (s_start, s_end), e = pair
                 for c_start, c_end, c_new in span_variants(sentence, s_start, s_end, e.text, ev[: e.start]):
                     out.append(Candidate(c_start, c_end, c_new, "entity", *grounding, "anchor"))
+                continue
+            brings_slot = any(e.start < ev_end and ev_start < e.end for e in analyse(ev).slots)
+            if j2 - j1 > max_words or (brings_slot and not any(c.start < end and start < c.end for c in claim_slots)):
+                continue  # a few words, and no entity, number or date where the claim had none
             if i1 == 0 and new[:1].islower() and sentence[:1].isupper():
                 new = new[:1].upper() + new[1:]
             start, end, new = _spaced(sentence, start, end, new)
