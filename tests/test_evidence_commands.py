@@ -34,7 +34,7 @@ def test_index_then_search(app: typer.Typer, tmp_path: Path) -> None:
     assert DataPortrait.load(directory) is not None
 
     again = runner.invoke(app, ["index", str(corpus), "--index", str(directory)])
-    assert "4 unchanged" in again.output and "0 embedded" in again.output
+    assert "4 unchanged" in again.output and "0 embedded" in again.output and "passages/s" in again.output
 
     found = runner.invoke(app, ["search", "How high is Mount Fuji?", "--index", str(directory), "-k", "2"])
     assert found.exit_code == 0, found.output

@@ -12,16 +12,16 @@ import numpy as np
 import pytest
 
 import middleware.evidence.index as index_module
+from middleware.evidence.fts import LexicalSearch, query_terms
 from middleware.evidence.documents import JsonlFields
 from middleware.evidence.index import (
     LocalIndex,
     ensure_demo_index,
-    match_expression,
     reciprocal_rank_fusion,
 )
 from middleware.evidence.portrait import DataPortrait
 from middleware.evidence.source import LocalIndexSource
-from middleware.evidence.vectors import Vectors
+from middleware.evidence.vectors import Vectors, load_vectors, remove_vector_files, save_vectors
 from middleware.metrics import STAGE_LATENCY
 from tests.test_evidence_doubles import MARKDOWN, FailingEmbedder, HashEmbedder, write_corpus
 
@@ -191,11 +191,32 @@ def test_bm25_only_index_then_embedding_everything_later(tmp_path: Path, corpus:
 
 def test_queries_with_fts_syntax_do_not_break(index: LocalIndex, corpus: Path) -> None:
     index.update([corpus])
-    for query in ['"unbalanced', "NEAR(kelvin", "kelvin AND OR NOT *", "^col:x", "", "?!", "the of and"]:
+    for query in ['"unbalanced', "NEAR(kelvin", "kelvin AND OR NOT *", "^col:x", "", "?!", "the of and", "_ __ a_b"]:
         index.search(query, 3)
-    assert match_expression("the kelvin, THE scale") == '"kelvin" OR "scale"'
-    assert match_expression("the of") == '"the" OR "of"'
-    assert match_expression("!!") is None
+    assert query_terms("the kelvin, THE scale Kelvin") == ["kelvin", "scale"]
+    assert query_terms("the of") == ["the", "of"]
+    assert query_terms("!!") == []
+
+
+def test_bm25_scores_only_the_rarest_words_within_its_budget(tmp_path: Path) -> None:
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    for i in range(30):
+        extra = " The zebra crossed here." if i == 7 else ""
+        (docs / f"d{i}.txt").write_text(f"Document {i} mentions a river and a mountain.{extra}")
+    with LocalIndex(tmp_path / "index") as local:
+        local.update([docs])
+        db, gen = local._db(), local.generation
+        lexical = LexicalSearch(budget=5)
+        assert lexical.doc_freq(db, gen, "river") == 30 and lexical.doc_freq(db, gen, "zebra") == 1
+        assert lexical.doc_freq(db, gen, "crossing") == 1  # FTS5's porter stemmer: crossing ~ crossed
+        # 'zebra' fits the budget, 'river' does not: only the zebra passage is matched and scored.
+        assert local.passages(lexical.search(db, gen, "zebra river", 10))[0].source.endswith("d7.txt")
+        assert len(lexical.search(db, gen, "zebra river", 10)) == 1
+        # Every word too common: all must match (AND), still answered.
+        assert len(lexical.search(db, gen, "river mountain", 50)) == 30
+        assert len(LexicalSearch(budget=10_000).search(db, gen, "zebra river", 50)) == 30
+        assert lexical.search(db, gen, "unicorn", 5) == []
 
 
 def test_reopened_index_answers_the_same(tmp_path: Path, corpus: Path) -> None:
@@ -283,10 +304,38 @@ def test_large_vector_sets_are_searched_through_binary_codes() -> None:
     ids = np.arange(10, 3010, dtype=np.int64)
     exact = Vectors(1, "m", ids, rows.astype(np.float16), exact_rows=10_000)
     coded = Vectors(1, "m", ids, rows.astype(np.float16), exact_rows=100)
-    assert coded._codes is not None and exact._codes is None
+    assert coded.codes is not None and exact.codes is None
     hits = 0
     for i in range(0, 3000, 150):
         assert coded.nearest(rows[i], 5)[0] == ids[i]
         hits += len(set(coded.nearest(rows[i], 10)) & set(exact.nearest(rows[i], 10)))
     assert hits / (20 * 10) > 0.9
     assert exact.nearest(rows[0], 10_000) == coded.nearest(rows[0], 10_000)[:3000]
+
+
+def test_binary_codes_are_saved_with_a_large_generation(tmp_path: Path) -> None:
+    rng = np.random.default_rng(1)
+    rows = rng.normal(size=(300, 32)).astype(np.float32)
+    rows /= np.linalg.norm(rows, axis=1, keepdims=True)
+    ids = np.arange(1, 301, dtype=np.int64)
+    save_vectors(tmp_path, 4, ids, rows, exact_rows=100)
+    assert (tmp_path / "codes-4.npz").is_file()
+    loaded = load_vectors(tmp_path, 4, "m", exact_rows=100)
+    assert loaded is not None and loaded.codes is not None
+    fresh = Vectors(4, "m", ids, rows.astype(np.float16), exact_rows=100)
+    assert np.array_equal(loaded.codes.codes, fresh.codes.codes)
+    assert loaded.nearest(rows[17], 3)[0] == 18
+    remove_vector_files(tmp_path, keep=5)
+    assert list(tmp_path.iterdir()) == []
+    assert load_vectors(tmp_path, 4, "m") is None
+
+
+def test_new_window_settings_split_the_files_again(tmp_path: Path, corpus: Path) -> None:
+    with LocalIndex(tmp_path / "index", HashEmbedder()) as local:
+        local.update([corpus])
+        assert local.update([corpus]).unchanged == 4
+    with LocalIndex(tmp_path / "index", HashEmbedder(), window=1, stride=1) as narrow:
+        stats = narrow.update([corpus])
+        assert stats.updated == 4 and stats.unchanged == 0
+        assert all(p.text.count(". ") == 0 for p in narrow.search("Danube river Black Sea", 5))
+        assert narrow.update([corpus]).unchanged == 4

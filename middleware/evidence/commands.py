@@ -62,12 +62,12 @@ def index(
             progress.update(tasks[stage], completed=done, total=total)
 
         stats = local.update(paths, fields, report)
-    rate = stats.embedded / stats.seconds if stats.seconds > 0 else 0.0
+    rate = stats.passages_added / stats.seconds if stats.seconds > 0 else 0.0
     typer.echo(
         f"{directory}: {stats.added} added, {stats.updated} updated, {stats.unchanged} unchanged, "
         f"{stats.removed} removed, {len(stats.skipped)} skipped files; passages +{stats.passages_added} "
-        f"-{stats.passages_removed} = {stats.passages_total}; {stats.embedded} embedded "
-        f"in {stats.seconds:.1f} s ({rate:.0f}/s)"
+        f"-{stats.passages_removed} = {stats.passages_total}, {stats.embedded} embedded; "
+        f"{stats.seconds:.1f} s ({rate:.0f} passages/s)"
     )
     for line in stats.skipped:
         typer.echo(f"skipped {line}", err=True)

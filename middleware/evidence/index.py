@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import re
 import sqlite3
 import threading
 import time
@@ -25,8 +24,8 @@ from pathlib import Path
 from typing import Protocol, runtime_checkable
 
 import numpy as np
-from spacy.lang.en.stop_words import STOP_WORDS
 
+from middleware.evidence.fts import LexicalSearch
 from middleware.evidence.documents import Document, JsonlFields, UnreadableFile, find_files, parse_documents
 from middleware.evidence.passages import STRIDE, WINDOW, embedding_text, split_passages
 from middleware.evidence.portrait import DataPortrait, covered_regions
@@ -47,7 +46,6 @@ SCHEMA_VERSION = 1
 DB_FILE = "index.sqlite"
 RRF_K = 60
 CANDIDATES = 50
-MAX_QUERY_TERMS = 32
 DEMO_CORPUS = Path(__file__).resolve().parent / "demo_corpus"
 
 _SCHEMA = """
@@ -70,10 +68,6 @@ CREATE TRIGGER IF NOT EXISTS passages_ad AFTER DELETE ON passages BEGIN
     INSERT INTO passages_fts(passages_fts, rowid, title, text) VALUES ('delete', old.id, old.title, old.text);
 END;
 """
-_BM25 = "bm25(passages_fts, 0.5, 1.0)"
-"""Title matches count half as much as text matches: every passage of a document has its title."""
-
-_WORD = re.compile(r"\w+")
 _PASSAGE_COLUMNS = "id, pid, source, url, title, start_char, end_char, text"
 
 
@@ -96,16 +90,6 @@ def reciprocal_rank_fusion(rankings: Sequence[Sequence[int]], k: int = RRF_K) ->
         for rank, item in enumerate(ranking, start=1):
             scores[item] = scores.get(item, 0.0) + 1.0 / (k + rank)
     return sorted(scores.items(), key=lambda kv: kv[1], reverse=True)
-
-
-def match_expression(query: str) -> str | None:
-    """An FTS5 query OR-ing the query's distinct words, each quoted (so no word is read as
-    FTS5 syntax); stop words are dropped unless nothing else is left."""
-    words = list(dict.fromkeys(w.lower() for w in _WORD.findall(query)))
-    content = [w for w in words if w not in STOP_WORDS] or words
-    if not content:
-        return None
-    return " OR ".join(f'"{w}"' for w in content[:MAX_QUERY_TERMS])
 
 
 @dataclass
@@ -135,7 +119,7 @@ class _Pending:
 
     ids: list[int] = field(default_factory=list)
     texts: list[str] = field(default_factory=list)
-    portrait_texts: list[Passage] = field(default_factory=list)
+    passages: list[Passage] = field(default_factory=list)
     removed_ids: list[int] = field(default_factory=list)
 
 
@@ -172,6 +156,7 @@ class LocalIndex:
         self._lock = threading.Lock()
         self._vectors: Vectors | None = None
         self._warned_fingerprint = False
+        self._lexical = LexicalSearch()
         self._create()
 
     @classmethod
@@ -210,14 +195,8 @@ class LocalIndex:
         return self.passages([i for i, _ in fused], [s for _, s in fused])
 
     def lexical(self, query: str, n: int) -> list[int]:
-        """Rowids of the ``n`` best BM25 matches."""
-        expression = match_expression(query)
-        if expression is None:
-            return []
-        rows = self._db().execute(
-            f"SELECT rowid FROM passages_fts WHERE passages_fts MATCH ? ORDER BY {_BM25} LIMIT ?", (expression, n)
-        )
-        return [r[0] for r in rows]
+        """Rowids of the ``n`` best BM25 matches (cost-bounded: see :mod:`.fts`)."""
+        return self._lexical.search(self._db(), self.generation, query, n)
 
     def dense(self, vector: np.ndarray, n: int) -> list[int]:
         """Rowids of the ``n`` passages nearest to ``vector`` by cosine."""
@@ -265,9 +244,13 @@ class LocalIndex:
     ) -> IndexStats:
         """Bring the index in line with the files under ``paths``: new and changed files are
         (re-)split and embedded, unchanged ones (same mtime and size, or same sha256) kept,
-        and indexed files under ``paths`` that are gone or unreadable now are removed."""
+        and indexed files under ``paths`` that are gone or unreadable now are removed. A new
+        window or stride setting splits every given file again."""
         t0 = time.perf_counter()
         roots = [Path(p).resolve() for p in paths]
+        for root in roots:
+            if not root.exists():
+                log.warning("%s does not exist: its indexed files, if any, are removed", root)
         files = find_files(roots)
         stats = IndexStats()
         pending = _Pending()
@@ -277,8 +260,11 @@ class LocalIndex:
             db.execute("BEGIN IMMEDIATE")
             old_generation = int(self._meta(db, "generation", "0"))
             known = {r[1]: r for r in db.execute("SELECT id, path, mtime_ns, size, sha256 FROM documents")}
+            split = f"{self.window}/{self.stride}"
+            resplit = self._meta(db, "split", split) != split  # other window settings: split all again
+            self._set_meta(db, "split", split)
             for done, path in enumerate(files, start=1):
-                self._ingest(db, path, known.get(str(path)), fields, stats, pending)
+                self._ingest(db, path, known.get(str(path)), fields, stats, pending, resplit)
                 if progress:
                     progress("read", done, len(files))
             seen = {str(p) for p in files}
@@ -312,15 +298,16 @@ class LocalIndex:
         fields: JsonlFields,
         stats: IndexStats,
         pending: _Pending,
+        resplit: bool = False,
     ) -> None:
         try:
             st = path.stat()
-            if row is not None and row[2] == st.st_mtime_ns and row[3] == st.st_size:
+            if not resplit and row is not None and row[2] == st.st_mtime_ns and row[3] == st.st_size:
                 stats.unchanged += 1
                 return
             data = path.read_bytes()
             sha = hashlib.sha256(data).hexdigest()
-            if row is not None and row[4] == sha:
+            if not resplit and row is not None and row[4] == sha:
                 db.execute("UPDATE documents SET mtime_ns=?, size=? WHERE id=?", (st.st_mtime_ns, st.st_size, row[0]))
                 stats.unchanged += 1
                 return
@@ -355,7 +342,7 @@ class LocalIndex:
             ).lastrowid
             pending.ids.append(rowid)
             pending.texts.append(embedding_text(p))
-            pending.portrait_texts.append(p)
+            pending.passages.append(p)
         stats.passages_added += len(passages)
 
     def _split(self, document: Document, path: Path) -> list[Passage]:
@@ -430,7 +417,7 @@ class LocalIndex:
         if portrait is not None and portrait.generation == generation:
             return
         if portrait is not None and portrait.generation == old_generation and not pending.removed_ids:
-            portrait.add_texts(covered_regions(pending.portrait_texts))
+            portrait.add_texts(covered_regions(pending.passages))
         else:
             portrait = self._rebuild_portrait()
         portrait.generation = generation
