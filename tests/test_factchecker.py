@@ -139,3 +139,28 @@ async def test_proxy_with_the_pipeline_annotates_a_stream(make_proxy, checker):
     assert labels == ["skipped", "attributable", "contradictory"]
     tag = next(t for t in reports[2]["tags"] if t["type"] == "entity")
     assert answer[tag["start"] : tag["end"]] == "Rome" and tag["replacement"] == "Paris"
+
+
+async def test_correct_mode_edits_minimally_and_renders_fava(tmp_path_factory):
+    from middleware.revise import build_editor
+    from middleware.settings import load_settings
+
+    root: Path = tmp_path_factory.mktemp("corpus-edit")
+    (root / "curie.md").write_text(CORPUS["curie.md"], encoding="utf-8")
+    embedder = HashEmbedder()
+    index = LocalIndex(tmp_path_factory.mktemp("index-edit"), embedder)
+    index.update([root])
+    verifier = SlotsVerifier(Aligner(embedder))
+    parts = PipelineParts(
+        sources=[LocalIndexSource(index)], questions=SlotQuestionGenerator(), decontext=SpacyDecontextualiser(),
+        verifier=verifier, ranker=RelevanceRanker(embedder, top_j=2), embedder=embedder, top_j=2,
+        editor=build_editor(load_settings(), verifier),
+    )
+    checker = FactChecker(parts)
+    message = "Hi. Marie Curie won the Nobel Prize in Chemistry in 1915."
+    sentence = sentence_in(message, "Marie Curie won the Nobel Prize in Chemistry in 1915.", index=1)
+    report = await checker.check(sentence, CheckContext(mode=Mode.CORRECT))
+    assert report.corrected_text == "Marie Curie won the Nobel Prize in Chemistry in 1911."
+    edit = report.edits[0]
+    assert (message[edit.start : edit.end], edit.replacement) == ("1915", "1911")
+    assert report.fava == "Marie Curie won the Nobel Prize in Chemistry in <entity><delete>1915</delete><mark>1911</mark></entity>."

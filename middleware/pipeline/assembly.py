@@ -12,14 +12,14 @@ from middleware.evidence.portrait import DataPortrait
 from middleware.evidence.relevance import RelevanceRanker
 from middleware.interfaces import Embedder, EvidenceSource
 from middleware.nlp import get_nlp
-from middleware.pipeline.factchecker import FactChecker, PipelineParts, SentenceEditor
+from middleware.pipeline.factchecker import FactChecker, PipelineParts
 from middleware.pipeline.factory import (
     build_decontextualiser,
     build_question_generator,
     build_verifier,
     load_embedder,
 )
-from middleware.pipeline.verifiers import Verifier
+from middleware.revise import build_editor
 from middleware.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -36,15 +36,6 @@ def build_sources(settings: Settings, embedder: Embedder | None, cache) -> list[
 
         sources.extend(build_providers(settings, cache=cache))
     return sources
-
-
-def build_editor(settings: Settings, verifier: Verifier) -> SentenceEditor | None:
-    try:
-        from middleware.revise import build_editor as build_revise_editor
-    except ImportError:
-        log.warning("no editor available: correct mode reports contradictions without editing")
-        return None
-    return build_revise_editor(settings, verifier)
 
 
 def build_pipeline_checker(settings: Settings) -> FactChecker:

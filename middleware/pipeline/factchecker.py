@@ -30,6 +30,8 @@ from middleware.pipeline.slots import analyse
 from middleware.pipeline.stages import generate_questions, prepare_claim, verify_claim
 from middleware.pipeline.tagging import contradiction_tags, extrapolation_tags, subjective_tag
 from middleware.pipeline.verifiers.base import DetailedVerdict, Verifier
+from middleware.revise.base import Editor
+from middleware.revise.fava import render as render_fava
 from middleware.types import CheckContext, Edit, Mode, Passage, Question, Sentence, SentenceReport, StreamSummary, Tag
 
 log = logging.getLogger(__name__)
@@ -39,14 +41,6 @@ class Ranker(Protocol):
     """Query–passage relevance: the ``top_j`` most relevant passages, best first."""
 
     async def rank(self, query: str, passages: list[Passage], top_j: int) -> list[Passage]: ...
-
-
-class SentenceEditor(Protocol):
-    """Correct mode's editor: the sentence with the contradicted spans fixed."""
-
-    async def edit(
-        self, sentence: str, verdict: DetailedVerdict, evidence: list[Passage], context: str | None = None
-    ) -> tuple[str, list[Edit]]: ...
 
 
 class QuipScorer(Protocol):
@@ -61,7 +55,7 @@ class PipelineParts:
     verifier: Verifier
     ranker: Ranker
     embedder: Embedder | None = None
-    editor: SentenceEditor | None = None
+    editor: Editor | None = None
     portrait: QuipScorer | None = None
     top_k: int = 5
     top_j: int = 1
@@ -148,9 +142,10 @@ class FactChecker:
         if self.parts.editor is None:
             return None, suggested
         with timed("edit", timings):
-            edited, edits = await self.parts.editor.edit(sentence.text, verdict, evidence)
-        if edited == sentence.text or not edits:
+            result = await self.parts.editor.edit(sentence.text, verdict, evidence)
+        if not result.changed or not result.edits:
             return None, suggested
+        edited, edits = result.text, result.edits
         shifted = [e.model_copy(update={"start": e.start + sentence.start, "end": e.end + sentence.start}) for e in edits]
         return edited, shifted
 
@@ -158,10 +153,11 @@ class FactChecker:
     def _report(sentence: Sentence, verdict, timings, *, tags=(), edits=(), questions=(), evidence=(),
                 corrected=None, quip=None) -> SentenceReport:
         with timed("report", timings):
+            fava = render_fava(sentence.text, list(edits), list(tags), offset=sentence.start) if tags else None
             return SentenceReport(
                 index=sentence.index, start=sentence.start, end=sentence.end, text=sentence.text,
                 verdict=verdict, tags=list(tags), questions=list(questions), evidence=list(evidence),
-                edits=list(edits), corrected_text=corrected, quip=quip, timings_ms=timings,
+                edits=list(edits), corrected_text=corrected, quip=quip, fava=fava, timings_ms=timings,
             )
 
     # ------------------------------------------------------------------ summary
