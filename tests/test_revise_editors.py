@@ -57,7 +57,8 @@ async def test_slots_editor_fixes_the_contradicted_span(verifier, editor, senten
     verdict = await verifier.verify(sentence, passages)
     result = await editor.edit(sentence, verdict, passages)
     assert result.text == fixed, result.rejected
-    assert apply_edits(sentence, result.edits) == fixed
+    text, edits = result  # unpacks as (text, edits) for the FactChecker
+    assert text == fixed and apply_edits(sentence, edits) == fixed
     assert all(e.evidence_id == "0" and e.tag in ("entity", "relation") for e in result.edits)
     assert result.verdict is not None and result.verdict.label != "contradictory"
 
@@ -201,3 +202,16 @@ def test_prompt_parsers() -> None:
     assert parse_edit('Span: "the leader"\nReplacement: a member') == ("the leader", "a member")
     assert parse_edit("Span: not\nReplacement:") == ("not", "")
     assert parse_edit("no idea") is None
+
+
+def test_eval_verifier_is_hybrid_only_when_an_nli_model_is_available(tmp_path) -> None:
+    from middleware.revise.factory import build_eval_verifier, nli_available
+
+    settings = load_settings(**{"runtime.nli_model": str(tmp_path / "missing")})
+    assert not nli_available(settings)
+    assert build_eval_verifier(settings, "auto").name == "slots"
+    (tmp_path / "export").mkdir()
+    (tmp_path / "export" / "manifest.json").write_text("{}")
+    assert nli_available(load_settings(**{"runtime.nli_model": str(tmp_path / "export")}))
+    with pytest.raises(ValueError):
+        build_eval_verifier(settings, "magic")

@@ -102,7 +102,8 @@ def _print_summary(summary: dict) -> None:
     console.print(
         f"[bold]{summary['file']}[/bold]: editor [cyan]{summary['editor']}[/cyan], Attr_auto by the "
         f"[cyan]{summary['verifier']}[/cyan] verifier's P(attributable), {summary['n']} lines, "
-        f"{summary['seconds_per_line']} s/line"
+        f"{summary['seconds_per_line']} s/line (verify + edit p50 {summary.get('revise_ms_p50')} ms, "
+        f"p95 {summary.get('revise_ms_p95')} ms)"
     )
     table = Table("set", "n", "Attr before", "Attr after", "Pres", "F1_AP before", "F1_AP", "edited", "good",
                   "bad", "huge", "unnec.", "exact fix")  # fmt: skip

@@ -4,6 +4,7 @@ output). Each line is revised with no search; Attr_auto is measured before and a
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -30,7 +31,9 @@ async def evaluate(rows: Iterable[Mapping[str, Any]], verifier: Verifier, editor
     for row in rows:
         text, evidence_texts, context = row_fields(row)
         evidence = passages_from_texts(evidence_texts)
+        started = time.perf_counter()
         revision = await revise(text, evidence, verifier, editor, context)
+        report.revise_ms.append((time.perf_counter() - started) * 1000)
         before = await attribution(verifier, text, evidence, context)
         after = before if revision.text == text else await attribution(verifier, revision.text, evidence, context)
         report.add(

@@ -96,12 +96,18 @@ class EditReport:
     """Aggregates over a dev set. Class rates are over changed sentences and over all."""
 
     scores: list[EditScore] = field(default_factory=list)
+    revise_ms: list[float] = field(default_factory=list)  # verify + edit time per line
 
     def add(self, score: EditScore) -> None:
         self.scores.append(score)
 
     def summary(self) -> dict[str, object]:
-        return _summary(self.scores) | {"by_type": self.by_type()}
+        out = _summary(self.scores)
+        if self.revise_ms:
+            ordered = sorted(self.revise_ms)
+            out["revise_ms_p50"] = round(ordered[len(ordered) // 2], 1)
+            out["revise_ms_p95"] = round(ordered[min(len(ordered) - 1, int(0.95 * len(ordered)))], 1)
+        return out | {"by_type": self.by_type()}
 
     def by_type(self) -> dict[str, dict[str, object]]:
         groups: dict[str, list[EditScore]] = defaultdict(list)
