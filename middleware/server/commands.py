@@ -20,6 +20,8 @@ from middleware.types import Mode, SentenceReport, StreamSummary
 
 log = logging.getLogger(__name__)
 
+DEMO_BUDGET_S = 10.0
+
 _SETTINGS_HELP = (
     "Settings (YAML file via --config or FACTCHECK_CONFIG, then FACTCHECK_* environment variables, "
     "then these options):\n\n\b\n" + describe_settings()
@@ -140,6 +142,10 @@ async def _demo(settings: Settings, question: str | None, mode: Mode, limit: int
     from adapters.demo_upstream import DemoAnswers
 
     questions = [question] if question else [a["question"] for a in DemoAnswers.load().answers[:limit]]
+    # The demo LLM sends a whole answer at once, so every sentence is queued together; give
+    # the one-shot demo a roomier budget than a live stream's (the server keeps the setting).
+    budget = max(settings.check.sentence_budget_s, DEMO_BUDGET_S)
+    settings = settings.model_copy(update={"check": settings.check.model_copy(update={"sentence_budget_s": budget})})
     upstream_runner, url = await start_demo_upstream(token_rate=0.0)
     settings = settings.model_copy(update={"upstream": settings.upstream.model_copy(update={"url": url})})
     proxy_runner, port = await start_site(create_app(settings), "127.0.0.1", 0)
