@@ -22,6 +22,7 @@ an edit that merely breaks the alignment.
 
 from __future__ import annotations
 
+import asyncio
 import difflib
 import logging
 import re
@@ -160,17 +161,19 @@ class SlotsEditor:
         ``verdict``: best state, then (when attributable) P(attributable) to one decimal,
         then the more trusted source, then the smaller edit."""
         current = buffer.text
-        scored: list[tuple[tuple, Candidate, Verdict]] = []
-        checked = 0
+        admissible: list[tuple[int, Candidate, str]] = []
         for order, candidate in enumerate(candidates):
-            if checked >= self.max_candidates:
-                break
             text = current[: candidate.start] + candidate.replacement + current[candidate.end :]
             if text in tried or self.guard.check(buffer.original, text) is not None:
                 continue
             tried.add(text)
-            checked += 1
-            after = await self.verifier.verify(text, evidence, context)
+            admissible.append((order, candidate, text))
+            if len(admissible) >= self.max_candidates:
+                break
+        # verified together, so a model-backed verifier batches the candidates' inferences
+        verdicts = await asyncio.gather(*(self.verifier.verify(text, evidence, context) for _, _, text in admissible))
+        scored: list[tuple[tuple, Candidate, Verdict]] = []
+        for (order, candidate, text), after in zip(admissible, verdicts, strict=True):
             if not self._improves(current, verdict, text, after):
                 continue
             p_attr = round(_p_attr(after), 1) if after.label == "attributable" else 0.0
