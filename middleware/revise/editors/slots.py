@@ -1,23 +1,27 @@
 """The offline editor: replace the contradicted span with the evidence's span of the same
 type, re-verify, keep the edit only if the verdict improves.
 
-Candidate edits, most minimal first:
-1. the verifier's slot mismatches (a DetailedVerdict's ``mismatches``), each in up to three
-   forms: projected onto the claim's granularity ('September 1606' with evidence '2 to 6
-   September 1666' -> 'September 1666'), trimmed to the differing words with the claim's
-   approximators kept ('about 587' -> 'about 687'), and the evidence's span as it is;
+Candidate edits:
+1. the verifier's slot mismatches (a DetailedVerdict's ``mismatches``), each in up to four
+   forms: a bare year for a bare year, projected onto the claim's granularity ('September
+   1606' with evidence '2 to 6 September 1666' -> 'September 1666'), trimmed to the differing
+   words with the claim's approximators kept ('about 587' -> 'about 687'), and as given;
 2. claim slots no evidence supports, replaced by a same-type slot of a well-aligned evidence
-   sentence that the claim lacks (entity, number, date, quantity);
+   sentence that the claim lacks (when the sentence is only unsupported: numbers and dates in
+   the same role, never the subject);
 3. anchored substitutions: a short run of words where the claim and an aligned evidence
-   sentence differ between matching words on both sides ('was the leader of' / 'was a
-   member of'), or a negation one side has and the other lacks.
-Each round verifies up to ``max_candidates`` candidates with the configured verifier and keeps
-the best (label, fewer slot mismatches, fewer unsupported slots, P(attributable) when
-attributable, the more trusted source, the smaller edit); another round runs only while the sentence stays contradicted
-with fewer mismatches (several wrong slots). The revision is kept only if the final verdict
-reaches ``target`` ('better': a higher label; 'attributable') and no slot of the edited
-sentence is unsupported that was supported before: a lenient verifier must not wave through
-an edit that merely breaks the alignment.
+   sentence differ between matching words ('flows out of' / 'flows into'), or a negation one
+   side has and the other lacks.
+Candidates that change a number into a non-number, a name into a lower-case word, or a name
+into a part of itself, or that touch the number of a name ('Sputnik 1'), are dropped.
+
+Each round verifies up to ``max_candidates`` candidates together with the configured verifier
+and keeps the best that improves the verdict (label; fewer contradicted or unsupported slots;
+P(attributable) when attributable; the more trusted source; the smaller edit). Another round
+runs only while the sentence stays contradicted (several wrong slots). The revision is kept
+only if the final verdict reaches ``target`` ('better': an improvement as above, 'attributable')
+and no slot is newly unsupported: a lenient verifier must not wave through an edit that merely
+breaks the alignment.
 """
 
 from __future__ import annotations
