@@ -227,6 +227,20 @@ async def test_hybrid_weak_entailment_without_the_date_is_extrapolatory() -> Non
     assert strong.label == "attributable"
 
 
+@pytest.mark.parametrize(
+    ("claim", "evidence"),
+    [
+        ("Einstein received the prize in Stockholm.", "Einstein received the prize."),  # a name
+        ("Cruz modelled only for L'Oréal.", "Cruz modelled for Mango and for L'Oréal."),  # exclusivity
+    ],
+)
+async def test_hybrid_weak_entailment_needs_names_and_polarity(claim: str, evidence: str) -> None:
+    weak = await _hybrid(lambda p, h: [0.8, 0.15, 0.05]).verify(claim, passages_from_texts([evidence]))
+    assert weak.label == "extrapolatory"
+    strong = await _hybrid(lambda p, h: [0.96, 0.03, 0.01]).verify(claim, passages_from_texts([evidence]))
+    assert strong.label == "attributable"
+
+
 async def test_hybrid_nli_contradiction_localised_by_slots() -> None:
     evidence = passages_from_texts(["Obama visited Iran in 2010."])
     verdict = await _hybrid(keyword_rule(contradict="Obama")).verify("Obama never visited Iran.", evidence)

@@ -52,6 +52,11 @@ class DetailedVerdict(Verdict):
     unsupported: list[tuple[int, int]] = Field(
         default_factory=list, description="claim slots no aligned evidence mentions (claim offsets)"
     )
+    gaps: list[Literal["relation", "polarity", "coverage"]] = Field(
+        default_factory=list,
+        description="why the slots verifier found no support besides unsupported slots: the verb or its "
+        "objects missing, a negation/exclusivity word on one side only, too few of the claim's words",
+    )
 
     @property
     def replacement(self) -> str | None:

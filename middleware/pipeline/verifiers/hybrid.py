@@ -1,11 +1,13 @@
 """NLI and slots together, each where it is stronger. NLI sees paraphrase ('won' ~
-'received'); slot comparison sees numbers, dates and names that small NLI models gloss over.
+'received'); slot comparison sees numbers, dates, names and negation that small NLI models
+gloss over.
 
 - a number, date or quantity mismatch in an aligned sentence -> contradictory, whatever NLI says;
   an entity or relation mismatch -> contradictory unless NLI entailment is strong
 - NLI contradiction -> contradictory (with the slot span when slots localise it)
-- NLI entailment -> attributable, unless a number or date of the claim appears nowhere in the
-  aligned evidence and the entailment is not strong
+- NLI entailment -> attributable, unless (and the entailment is not strong) a number, date or
+  name of the claim appears nowhere in the aligned evidence, or a negation or exclusivity word
+  ('not', 'only', 'never') stands on one side only
 - NLI neutral but every slot supported and the words covered -> attributable
 - otherwise extrapolatory
 """
@@ -54,13 +56,14 @@ class HybridVerifier:
                 merged.span, merged.mismatches = slots.mismatches[0].span, slots.mismatches
             return merged
         if nli.label == "attributable":
-            missing = _unsupported_numeric(claim, slots)
+            missing = _unsupported_slots(claim, slots)
             if missing and not strong:
-                verdict = self._merge(
-                    nli, slots, "extrapolatory", f"the evidence never states {', '.join(missing)}"
-                )
+                reason = f"the evidence never states {', '.join(missing)}"
+                verdict = self._merge(nli, slots, "extrapolatory", reason)
                 verdict.span = slots.span
                 return verdict
+            if "polarity" in slots.gaps and not strong:
+                return self._merge(nli, slots, "extrapolatory", slots.reason)
             return self._merge(nli, slots, "attributable", nli.reason)
         if slots.label == "attributable":
             return self._merge(slots, nli, "attributable", "every slot of the claim is in the evidence")
@@ -83,6 +86,7 @@ class HybridVerifier:
         )
 
 
-def _unsupported_numeric(claim: str, slots: DetailedVerdict) -> list[str]:
+def _unsupported_slots(claim: str, slots: DetailedVerdict) -> list[str]:
+    """Numbers, dates, quantities and names of the claim that no aligned evidence states."""
     spans = set(slots.unsupported)
-    return [s.text for s in analyse(claim).slots if s.kind in _NUMERIC and (s.start, s.end) in spans]
+    return [s.text for s in analyse(claim).slots if (s.start, s.end) in spans]

@@ -143,6 +143,15 @@ class SlotsVerifier:
         if not unsupported and relation_ok and not markers and coverage >= self.min_coverage:
             confidence = 0.5 + 0.45 * min(1.0, (best.score + coverage) / 2)
             return self._verdict("attributable", confidence, best, span=_claim_span(claim.text), lean=0.8)
+        gaps = [
+            name
+            for name, missing in (
+                ("relation", not relation_ok),
+                ("polarity", bool(markers)),
+                ("coverage", coverage < self.min_coverage),
+            )
+            if missing
+        ]
         if unsupported:
             reason = f"not in the evidence: {', '.join(s.text for s in unsupported)}"
         elif not relation_ok and claim.relation is not None:
@@ -154,7 +163,7 @@ class SlotsVerifier:
         return self._verdict(
             "extrapolatory", 0.55 + 0.3 * (1 - coverage), best, reason=reason,
             span=(unsupported[0].start, unsupported[0].end) if unsupported else None,
-            unsupported=[(s.start, s.end) for s in unsupported], lean=min(0.9, coverage),
+            unsupported=[(s.start, s.end) for s in unsupported], lean=min(0.9, coverage), gaps=gaps,
         )  # fmt: skip
 
     def _verdict(
@@ -168,6 +177,7 @@ class SlotsVerifier:
         mismatches: list[Mismatch] | None = None,
         unsupported: list[tuple[int, int]] | None = None,
         lean: float = 0.5,
+        gaps: list[str] | None = None,
     ) -> DetailedVerdict:
         sentence = line.aligned.sentence if line else None
         return DetailedVerdict(
@@ -182,6 +192,7 @@ class SlotsVerifier:
             evidence_span=(sentence.start, sentence.end) if sentence else None,
             mismatches=mismatches or [],
             unsupported=unsupported or [],
+            gaps=gaps or [],  # type: ignore[arg-type]
         )
 
     def _conflict(
