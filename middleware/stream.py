@@ -19,7 +19,7 @@ import asyncio
 import copy
 import logging
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -112,15 +112,24 @@ class ChatStream:
         self.state.upstream_done_at = time.perf_counter()
 
     async def _run_annotate(self) -> AsyncIterator[Out]:
-        queue: asyncio.Queue[Out | None] = asyncio.Queue()
-        reader = asyncio.create_task(self._annotate_reader(queue))
+        async for out in self._drain(self._annotate_reader, _single):
+            yield out
+
+    async def _drain(
+        self, reader: Callable[[asyncio.Queue[Any]], Awaitable[None]], expand: Callable[[Any], AsyncIterator[Out]]
+    ) -> AsyncIterator[Out]:
+        """Run ``reader`` (filling a queue until it puts None) and yield what each queued
+        item expands to; stopping early cancels the reader."""
+        queue: asyncio.Queue[Any] = asyncio.Queue()
+        task = asyncio.create_task(reader(queue))
         try:
             while (item := await queue.get()) is not None:
-                yield item
+                async for out in expand(item):
+                    yield out
         finally:
-            if not reader.done():
-                reader.cancel()
-            await asyncio.gather(reader, return_exceptions=True)
+            if not task.done():
+                task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
 
     async def _annotate_reader(self, queue: asyncio.Queue[Out | None]) -> None:
         done_event: bytes | None = None
@@ -142,19 +151,13 @@ class ChatStream:
         self.state.upstream_done_at = time.perf_counter()
         self._submit(self._segmenter.flush(), queue)
         await self._checks.wait_all()
-        await self._finish(queue, done_event)
+        for out in await self._closing(done_event):
+            queue.put_nowait(out)
+        queue.put_nowait(None)
 
     async def _run_correct(self) -> AsyncIterator[Out]:
-        queue: asyncio.Queue[_Pending | None] = asyncio.Queue()
-        reader = asyncio.create_task(self._correct_reader(queue))
-        try:
-            while (item := await queue.get()) is not None:
-                async for out in self._release(item):
-                    yield out
-        finally:
-            if not reader.done():
-                reader.cancel()
-            await asyncio.gather(reader, return_exceptions=True)
+        async for out in self._drain(self._correct_reader, self._release):
+            yield out
 
     async def _correct_reader(self, queue: asyncio.Queue[_Pending | None]) -> None:
         done_event: bytes | None = None
@@ -183,10 +186,8 @@ class ChatStream:
             return
         self.state.upstream_done_at = time.perf_counter()
         self._enqueue_segments(self._segmenter.flush(), queue)
-        summary_queue: asyncio.Queue[Out | None] = asyncio.Queue()
         await self._checks.wait_all()
-        await self._finish(summary_queue, done_event)
-        while (out := summary_queue.get_nowait()) is not None:
+        for out in await self._closing(done_event):
             queue.put_nowait(_Pending(out=out))
         queue.put_nowait(None)
 
@@ -247,15 +248,15 @@ class ChatStream:
         previous = [s.text for s in self.state.sentences[: sentence.index]]
         return self._context.model_copy(update={"previous": previous})
 
-    async def _finish(self, queue: asyncio.Queue[Out | None], done_event: bytes | None) -> None:
+    async def _closing(self, done_event: bytes | None) -> list[Out]:
+        """The summary chunk, then [DONE] (the upstream's own bytes when it sent one)."""
         summary: StreamSummary = await self._summarize(self.state.reports, self.mode)
         added = None
         if self.state.upstream_done_at is not None:
             added = (time.perf_counter() - self.state.upstream_done_at) * 1000.0
         summary = summary.model_copy(update={"added_latency_ms": added})
-        queue.put_nowait(Out(payload=self._factcheck_chunk({"type": "summary", "summary": summary.model_dump(mode="json")})))
-        queue.put_nowait(Out(raw=done_event or DONE_EVENT))
-        queue.put_nowait(None)
+        payload = self._factcheck_chunk({"type": "summary", "summary": summary.model_dump(mode="json")})
+        return [Out(payload=payload), Out(raw=done_event or DONE_EVENT)]
 
     def _parse(self, event: SSEEvent) -> dict[str, Any] | None:
         """The event's JSON object, or None (no data, [DONE], or not JSON: passed through)."""
@@ -341,3 +342,7 @@ def _without_content0(chunk: dict[str, Any] | None) -> Out | None:
     keep = bool(choice["delta"]) or choice.get("finish_reason") is not None
     keep = keep or len(stripped["choices"]) > 1 or stripped.get("usage") is not None
     return Out(payload=stripped) if keep else None
+
+
+async def _single(out: Out) -> AsyncIterator[Out]:
+    yield out
