@@ -83,7 +83,7 @@ class FactChecker:
         tags, edits = self._tags(sentence, claim.decontext, verdict, evidence)
         corrected = None
         if context.mode is Mode.CORRECT and verdict.label == "contradictory":
-            corrected, edits = await self._correct(sentence, verdict, evidence, edits, timings)
+            corrected, edits = await self._correct(sentence, verdict, evidence, edits, context, timings)
         quip = self.parts.portrait.quip_score(sentence.text) if self.parts.portrait is not None else None
         memory = None
         if isinstance(context.memory, MemoryCheck):  # the client asked for the memory-hallucination signal
@@ -136,13 +136,15 @@ class FactChecker:
         verdict: DetailedVerdict,
         evidence: list[Passage],
         suggested: list[Edit],
+        context: CheckContext,
         timings: dict[str, float],
     ) -> tuple[str | None, list[Edit]]:
         """Edit the sentence (correct mode). Edits come back in message offsets."""
         if self.parts.editor is None:
             return None, suggested
+        earlier = "\n".join([*([context.user_message] if context.user_message else []), *context.previous[-3:]])
         with timed("edit", timings):
-            result = await self.parts.editor.edit(sentence.text, verdict, evidence)
+            result = await self.parts.editor.edit(sentence.text, verdict, evidence, earlier or None)
         if not result.changed or not result.edits:
             return None, suggested
         edited, edits = result.text, result.edits
