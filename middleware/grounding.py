@@ -229,7 +229,7 @@ class ContextFirst:
 
     async def search(self, query: str, k: int) -> list[Passage]:
         hits = self.context.top(query, k)
-        if hits and self.context.coverage(query, hits[0]) >= self.min_recall or not self.others:
+        if not self.others or (hits and self.context.coverage(query, hits[0]) >= self.min_recall):
             return hits
         results = await asyncio.gather(*(s.search(query, k) for s in self.others), return_exceptions=True)
         for source, result in zip(self.others, results, strict=True):
