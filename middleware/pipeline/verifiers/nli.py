@@ -86,7 +86,7 @@ class NLIVerifier:
         max_length: int | None = None,
         max_windows: int = 64,
         entail_threshold: float = 0.5,
-        contradiction_threshold: float = 0.6,
+        contradiction_threshold: float = 0.7,
         min_align: float = 0.3,
     ) -> None:
         self.scorer = scorer
