@@ -1,7 +1,7 @@
 """Prometheus metrics: the one place every metric of the process is declared.
 
 Stage names for ``STAGE_LATENCY``: segment, claims, questions, search, fetch, rerank,
-verify, edit, report, check (the whole per-sentence check)."""
+verify, edit, report, memory, check (the whole per-sentence check)."""
 
 from __future__ import annotations
 

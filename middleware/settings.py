@@ -149,7 +149,7 @@ class PipelineSettings(BaseModel):
     llm_model: str = "gpt-4o-mini"
     report_max_snippets: int = Field(5, description="attribution report size M (RARR: 5)")
     memory_margin: float = Field(1.4, description="memory-hallucination margin m")
-    memory_max_tokens: int = 128
+    memory_max_tokens: int = Field(48, description="max_tokens of the closed-book answer for the memory check")
     llm_timeout_s: float = Field(20.0, description="timeout of one call to the pipeline's LLM")
     cqgen_samples: int = Field(3, description="llm CQGen: samples whose questions are united (RARR: 3)")
     cqgen_temperature: float = Field(0.7, description="llm CQGen: sampling temperature")
