@@ -155,6 +155,14 @@ async def test_nli_label_order_comes_from_the_model(labels: tuple[str, ...]) -> 
     assert len(scorer.batches) == 1  # every window in one batch
 
 
+async def test_nli_scores_each_pair_once() -> None:
+    scorer = RulePairScorer(keyword_rule(entail="Warsaw"))
+    verifier = NLIVerifier(scorer)
+    first = await verifier.verify("Curie was born in Warsaw.", passages_from_texts([CURIE]))
+    second = await verifier.verify("Curie was born in Warsaw.", passages_from_texts([CURIE, "Rome is old."]))
+    assert first.scores == second.scores and [len(b) for b in scorer.batches] == [1, 1]
+
+
 async def test_nli_two_class_model() -> None:
     scorer = RulePairScorer(lambda p, h: [0.2, 0.8], ("entailment", "not_entailment"))
     verdict = await NLIVerifier(scorer).verify("Curie was born in Paris.", passages_from_texts([CURIE]))

@@ -6,6 +6,7 @@ window that shares the claim's words decides contradiction; otherwise extrapolat
 from __future__ import annotations
 
 import re
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -88,6 +89,7 @@ class NLIVerifier:
         entail_threshold: float = 0.5,
         contradiction_threshold: float = 0.7,
         min_align: float = 0.3,
+        cache_size: int = 4096,
     ) -> None:
         self.scorer = scorer
         self.columns = [NLI_LABELS.index(to_verdict_label(name)) for name in scorer.labels]
@@ -99,6 +101,8 @@ class NLIVerifier:
         self.entail_threshold = entail_threshold
         self.contradiction_threshold = contradiction_threshold
         self.min_align = min_align
+        self.cache_size = cache_size
+        self._cache: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()
 
     async def verify(
         self, claim: str, evidence: list[Passage], context: str | None = None
@@ -115,12 +119,28 @@ class NLIVerifier:
         if len(windows) > self.max_windows:
             keep = sorted(np.argsort(-lexical, kind="stable")[: self.max_windows].tolist())
             windows, lexical = [windows[i] for i in keep], lexical[keep]
-        raw = np.asarray(await self.scorer.score([(w.text, claim) for w in windows]), dtype=np.float32)
-        probs = np.zeros((len(windows), 3), dtype=np.float32)
-        for source, target in enumerate(self.columns):
-            probs[:, target] += raw[:, source]
-        probs /= np.clip(probs.sum(axis=1, keepdims=True), 1e-9, None)
+        probs = await self._probabilities([(w.text, claim) for w in windows])
         return NLIAssessment(claim, windows, probs, lexical)
+
+    async def _probabilities(self, pairs: list[tuple[str, str]]) -> np.ndarray:
+        """[n, 3] in NLI_LABELS order; pairs scored before come from an LRU cache, the
+        others go to the model in one batch."""
+        missing = [p for p in dict.fromkeys(pairs) if p not in self._cache]
+        if missing:
+            raw = np.asarray(await self.scorer.score(missing), dtype=np.float32)
+            mapped = np.zeros((len(missing), 3), dtype=np.float32)
+            for source, target in enumerate(self.columns):
+                mapped[:, target] += raw[:, source]
+            mapped /= np.clip(mapped.sum(axis=1, keepdims=True), 1e-9, None)
+            for pair, row in zip(missing, mapped, strict=True):
+                self._cache[pair] = row
+        rows = []
+        for pair in pairs:
+            self._cache.move_to_end(pair)
+            rows.append(self._cache[pair])
+        while len(self._cache) > self.cache_size:
+            self._cache.popitem(last=False)
+        return np.stack(rows)
 
     def decide(self, assessment: NLIAssessment) -> DetailedVerdict:
         if not assessment.windows:
