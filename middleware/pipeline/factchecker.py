@@ -28,7 +28,13 @@ from middleware.pipeline.cqgen import QuestionGenerator
 from middleware.pipeline.decontext import Decontextualised, Decontextualiser
 from middleware.pipeline.slots import analyse
 from middleware.pipeline.stages import generate_questions, prepare_claim, verify_claim
-from middleware.pipeline.tagging import contradiction_tags, extrapolation_tags, subjective_tag
+from middleware.pipeline.tagging import (
+    contradiction_tags,
+    extrapolation_tags,
+    mentioned,
+    subjective_tag,
+    unmentioned_entities,
+)
 from middleware.pipeline.verifiers.base import DetailedVerdict, Verifier
 from middleware.revise.base import Editor
 from middleware.revise.fava import render as render_fava
@@ -75,12 +81,14 @@ class FactChecker:
         await asyncio.to_thread(analyse, text)  # the parse is the costly part; later stages hit the cache
         claim = await prepare_claim(text, context, self.parts.decontext, timings)
         if not claim.worthiness.checkworthy:
-            tags = [subjective_tag(sentence)] if claim.worthiness.subjective else []
+            # Value judgements and hedged opinions ("I think ...") hold no universal truth: FAVA 'subjective'.
+            opinion = claim.worthiness.subjective or claim.worthiness.reason == "hedged"
+            tags = [subjective_tag(sentence)] if opinion else []
             return self._report(sentence, skipped_verdict(claim.worthiness), timings, tags=tags)
         questions = await generate_questions(self.parts.questions, claim, context.user_message, timings)
         evidence = await self._research(claim.text, questions, context, timings)
         verdict = await verify_claim(self.parts.verifier, claim, evidence, None, timings)
-        tags, edits = self._tags(sentence, claim.decontext, verdict, evidence)
+        tags, edits = await self._tags(sentence, claim.decontext, verdict, evidence, context)
         corrected = None
         if context.mode is Mode.CORRECT and verdict.label == "contradictory":
             corrected, edits = await self._correct(sentence, verdict, evidence, edits, context, timings)
@@ -121,14 +129,32 @@ class FactChecker:
             hits.extend(result)
         return hits
 
-    def _tags(
-        self, sentence: Sentence, dec: Decontextualised, verdict: DetailedVerdict, evidence: list[Passage]
+    async def _tags(
+        self,
+        sentence: Sentence,
+        dec: Decontextualised,
+        verdict: DetailedVerdict,
+        evidence: list[Passage],
+        context: CheckContext,
     ) -> tuple[list[Tag], list[Edit]]:
         if verdict.label == "contradictory":
             return contradiction_tags(sentence, dec, verdict, evidence)
         if verdict.label == "extrapolatory":
-            return extrapolation_tags(sentence, dec, evidence), []
+            return extrapolation_tags(sentence, dec, await self._invented(dec, evidence, context)), []
         return [], []
+
+    async def _invented(
+        self, dec: Decontextualised, evidence: list[Passage], context: CheckContext
+    ) -> list[tuple[int, str]]:
+        """Entities of the claim that no source knows at all: absent from the evidence
+        found for the claim, and still absent when searched for by name (FAVA 'invented').
+        An entity the corpus does know is only unverified here, not invented."""
+        missing = unmentioned_entities(dec, evidence)
+        if not missing:
+            return []
+        sources = self._sources_for(context)
+        found = await asyncio.gather(*(self._search(sources, text) for _, text in missing))
+        return [(start, text) for (start, text), hits in zip(missing, found, strict=True) if not mentioned(text, hits)]
 
     async def _correct(
         self,

@@ -53,31 +53,34 @@ def contradiction_tags(
     return tags, edits
 
 
-def invented_entities(dec: Decontextualised, evidence: Sequence[Passage]) -> list[tuple[int, int]]:
-    """Named entities of the claim that no evidence passage mentions at all (claim offsets)."""
-    haystack = " ".join(p.text for p in evidence).lower()
-    spans = []
+def unmentioned_entities(dec: Decontextualised, evidence: Sequence[Passage]) -> list[tuple[int, str]]:
+    """Named entities of the claim (start offset in the claim, text) that no passage in
+    ``evidence`` mentions at all."""
+    found = []
     for slot in analyse(dec.text).slots:
-        if slot.kind != "entity" or slot.label not in _INVENTABLE:
-            continue
-        words = [w for w in re.findall(r"\w+", slot.text.lower()) if len(w) > 2 and w not in {"the", "and"}]
-        if words and not any(w in haystack for w in words):
-            spans.append((slot.start, slot.end))
-    return spans
+        if slot.kind == "entity" and slot.label in _INVENTABLE and not mentioned(slot.text, evidence):
+            found.append((slot.start, slot.text))
+    return found
+
+
+def mentioned(name: str, passages: Sequence[Passage]) -> bool:
+    """Whether any passage contains every content word of ``name``."""
+    words = [w for w in re.findall(r"\w+", name.lower()) if len(w) > 2 and w not in {"the", "and"}]
+    return bool(words) and any(all(w in p.text.lower() for w in words) for p in passages)
 
 
 def extrapolation_tags(
-    sentence: Sentence, dec: Decontextualised, evidence: Sequence[Passage]
+    sentence: Sentence, dec: Decontextualised, invented: Sequence[tuple[int, str]]
 ) -> list[Tag]:
-    """``invented`` for entities nothing anywhere mentions, else ``unverifiable``."""
-    invented = invented_entities(dec, evidence)
-    if invented:
-        tags = []
-        for span in invented:
-            start, end = _to_message(sentence, dec.to_original(span))
-            tags.append(Tag(type="invented", start=start, end=end, text=sentence.text[start - sentence.start : end - sentence.start]))
-        return tags
-    return [_whole(sentence, "unverifiable")]
+    """``invented`` for the given entities (ones no source mentions anywhere), else one
+    whole-sentence ``unverifiable`` tag."""
+    if not invented:
+        return [_whole(sentence, "unverifiable")]
+    tags = []
+    for claim_start, text in invented:
+        start, end = _to_message(sentence, dec.to_original((claim_start, claim_start + len(text))))
+        tags.append(Tag(type="invented", start=start, end=end, text=sentence.text[start - sentence.start : end - sentence.start]))
+    return tags
 
 
 def subjective_tag(sentence: Sentence) -> Tag:
