@@ -288,7 +288,7 @@ async def test_answer_from_memory_against_the_context_is_flagged_by_the_margin(m
 
     main, closed = sorted(proxy.upstream.requests, key=lambda r: r["stream"], reverse=True)
     assert closed["messages"] == [{"role": "user", "content": QUESTION}]  # without the context
-    assert (closed["stream"], closed["max_tokens"], closed["model"]) == (False, 128, main["model"])
+    assert (closed["stream"], closed["max_tokens"], closed["model"]) == (False, 48, main["model"])
     assert counter(MEMORY_CHECK_TOKENS) - tokens == 10 + len(tokenize(CLOSED_BOOK))  # the demo's prompt + completion
     assert histogram_count(MEMORY_CHECK_LATENCY) == calls + 1
 
