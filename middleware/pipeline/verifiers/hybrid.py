@@ -4,7 +4,10 @@ gloss over.
 
 - a number, date or quantity mismatch in an aligned sentence -> contradictory, whatever NLI says;
   an entity or relation mismatch -> contradictory unless NLI entailment is strong
-- NLI contradiction -> contradictory (with the slot span when slots localise it)
+- NLI contradiction -> contradictory when slots localise it (with the slot span); an
+  unlocalised one must be confident (p >= ``nli_only_contradiction``), and never overrides
+  slots that found every claim slot in the evidence (the small bundled model contradicted
+  "She was born in Warsaw in 1867." against "born ... in Warsaw on 7 November 1867")
 - NLI entailment -> attributable, unless (and the entailment is not strong) a number, date or
   name of the claim appears nowhere in the aligned evidence, or a negation or exclusivity word
   ('not', 'only', 'never') stands on one side only
@@ -29,10 +32,18 @@ _NUMERIC = ("number", "quantity", "date")
 class HybridVerifier:
     name = "hybrid"
 
-    def __init__(self, nli: NLIVerifier, slots: SlotsVerifier, *, strong_entailment: float = 0.9) -> None:
+    def __init__(
+        self,
+        nli: NLIVerifier,
+        slots: SlotsVerifier,
+        *,
+        strong_entailment: float = 0.9,
+        nli_only_contradiction: float = 0.9,
+    ) -> None:
         self.nli = nli
         self.slots = slots
         self.strong_entailment = strong_entailment
+        self.nli_only_contradiction = nli_only_contradiction
 
     async def verify(
         self, claim: str, evidence: list[Passage], context: str | None = None
@@ -50,6 +61,13 @@ class HybridVerifier:
             numeric = any(m.kind in _NUMERIC for m in slots.mismatches)
             if numeric or not strong:
                 return self._merge(slots, nli, "contradictory", slots.reason)
+        unlocalised = nli.label == "contradictory" and not slots.mismatches
+        if unlocalised and (slots.label == "attributable" or nli.scores.get("contradictory", 0.0) < self.nli_only_contradiction):
+            if slots.label == "attributable":
+                return self._merge(slots, nli, "attributable", "every slot of the claim is in the evidence")
+            verdict = self._merge(nli, slots, "extrapolatory", f"unlocalised contradiction, not confident: {nli.reason}")
+            verdict.span, verdict.unsupported = slots.span, slots.unsupported
+            return verdict
         if nli.label == "contradictory":
             merged = self._merge(nli, slots, "contradictory", nli.reason)
             if slots.mismatches:
