@@ -118,12 +118,17 @@ def context_passages(texts: Iterable[ContextText], window: int = WINDOW, stride:
     return passages
 
 
-def request_passages(request: Any, window: int = WINDOW, stride: int = STRIDE) -> list[Passage]:
-    """Every context passage of a chat request (``middleware.server.protocol.ChatRequest``)."""
+def request_texts(request: Any) -> list[ContextText]:
+    """The context-bearing texts of a chat request (``middleware.server.protocol.ChatRequest``)."""
     texts = message_texts(request.messages)
     if request.factcheck is not None:
         texts += document_texts(request.factcheck.context)
-    return context_passages(texts, window, stride)
+    return texts
+
+
+def request_passages(request: Any, window: int = WINDOW, stride: int = STRIDE) -> list[Passage]:
+    """Every context passage of a chat request."""
+    return context_passages(request_texts(request), window, stride)
 
 
 def readable(text: str) -> str:

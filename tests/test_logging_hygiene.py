@@ -103,15 +103,7 @@ def leaks(records: list[logging.LogRecord]) -> list[str]:
     return found
 
 
-_ECHO_LEAK = pytest.mark.xfail(
-    strict=True,
-    reason="middleware/pipeline/decontext.py logs the LLMError text, which carries the LLM endpoint's error body "
-    "(adapters/llm.py puts up to 300 chars of it in the message): a body echoing the key leaks it at WARNING. "
-    "Remove this marker once the error body stays out of logged messages.",
-)
-
-
-@pytest.mark.parametrize("llm_model", ["good", pytest.param("fail", marks=_ECHO_LEAK)])
+@pytest.mark.parametrize("llm_model", ["good", "fail"])
 async def test_no_key_or_evidence_logged_at_info_or_above(make_proxy, caplog, llm_model):
     analyse("Warm up the parser.")
     services = FakeServices()

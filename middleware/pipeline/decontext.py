@@ -190,7 +190,8 @@ class LLMDecontextualiser:
                 decontext_messages(sentence, context), n=1, temperature=0.0
             )
         except Exception as exc:  # noqa: BLE001 - any client failure falls back
-            log.warning("llm decontextualisation failed (%s); using %s", exc, self.fallback.name)
+            # The error text may echo the endpoint's body (keys included): name the type only.
+            log.warning("llm decontextualisation failed (%s); using %s", type(exc).__name__, self.fallback.name)
             return await self.fallback.decontextualise(sentence, previous, question)
         rewrite = parse_rewrite(completions[0]) if completions else None
         if rewrite is None or not _faithful(sentence, rewrite):

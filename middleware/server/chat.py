@@ -14,7 +14,7 @@ from aiohttp import web
 
 from middleware.checking import CheckRunner
 from middleware.errors import RequestError, UpstreamError
-from middleware.grounding import MemoryCheck, request_passages
+from middleware.grounding import MemoryCheck, context_passages, request_texts
 from middleware.interfaces import Upstream
 from middleware.metrics import ACTIVE_STREAMS, ADDED_LATENCY, REQUESTS, TIME_TO_FIRST_TOKEN, UPSTREAM_ERRORS
 from middleware.segmenter import segment_text
@@ -24,6 +24,9 @@ from middleware.stream import ChatStream, Out
 from middleware.types import CheckContext, Mode, Sentence, SentenceReport
 
 log = logging.getLogger(__name__)
+
+INLINE_SPLIT_CHARS = 4000
+"""Request context up to this size is split on the event loop (well under a millisecond)."""
 
 SETTINGS_KEY = web.AppKey("settings", Settings)
 UPSTREAM_KEY = web.AppKey("upstream", Upstream)
@@ -68,7 +71,11 @@ async def check_context(
     context = CheckContext(user_message=request.last_user_message(), mode=mode, options=options)
     if mode is Mode.OFF:
         return context
-    passages = await asyncio.to_thread(request_passages, request)
+    texts = request_texts(request)
+    if sum(len(t.text) for t in texts) > INLINE_SPLIT_CHARS:  # a big document: split off the event loop
+        passages = await asyncio.to_thread(context_passages, texts)
+    else:  # the common case (nothing or a short system prompt): a thread hop would cost more
+        passages = context_passages(texts)
     memory = None
     wanted = request.factcheck is not None and request.factcheck.memory_check
     if wanted and passages and http is not None and forward is not None:

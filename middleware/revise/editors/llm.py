@@ -51,7 +51,7 @@ class LLMEditor:
             try:
                 reason = await self._revise(buffer, snippet, index, evidence[index], context)
             except Exception as exc:  # the endpoint failed: keep what is done so far
-                log.warning("llm editor: %s: %s", type(exc).__name__, exc)
+                log.warning("llm editor failed: %s", type(exc).__name__)  # the text may echo secrets
                 reasons.append(f"llm error: {type(exc).__name__}")
                 break
             if reason:
