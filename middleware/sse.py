@@ -69,7 +69,12 @@ class SSEParser:
 
     def _find_event_end(self) -> int:
         """Index just past the blank line that ends the first event, or -1."""
-        match = _BLANK_LINE.search(self._buf, max(self._scan_from - 4, 0))
+        start = max(self._scan_from - 4, 0)
+        if b"\r" not in self._buf:  # the common case (LF only): a plain search, no regex
+            at = self._buf.find(b"\n\n", start)
+            self._scan_from = len(self._buf) if at < 0 else self._scan_from
+            return -1 if at < 0 else at + 2
+        match = _BLANK_LINE.search(self._buf, start)
         if match is None:
             self._scan_from = len(self._buf)
             return -1
