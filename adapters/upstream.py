@@ -22,20 +22,25 @@ _FORWARDED_HEADERS = ("authorization", "openai-organization", "openai-project", 
 
 @dataclass
 class UpstreamStream:
-    """An open streamed response: iterate ``events()``; always ``close()``."""
+    """An open streamed response: iterate ``events()`` or ``chunks()`` (once); always ``close()``."""
 
     response: aiohttp.ClientResponse
 
-    async def events(self) -> AsyncIterator[SSEEvent]:
-        parser = SSEParser()
+    async def chunks(self) -> AsyncIterator[bytes]:
+        """The body's bytes as they arrive, one item per socket read (off mode's byte pipe)."""
         try:
             async for chunk in self.response.content.iter_any():
-                for event in parser.feed(chunk):
-                    yield event
+                yield chunk
         except TimeoutError as exc:
             raise UpstreamError("upstream stopped sending (read timeout)", 504, kind="timeout") from exc
         except aiohttp.ClientError as exc:
             raise UpstreamError(f"upstream connection failed mid-stream: {exc}", 502, kind="disconnect") from exc
+
+    async def events(self) -> AsyncIterator[SSEEvent]:
+        parser = SSEParser()
+        async for chunk in self.chunks():
+            for event in parser.feed(chunk):
+                yield event
         for event in parser.flush():
             yield event
 

@@ -50,9 +50,11 @@ class EvidenceSource(Protocol):
 
 
 class UpstreamStream(Protocol):
-    """An open streamed upstream response."""
+    """An open streamed upstream response, read once: as SSE events or as raw bytes."""
 
     def events(self) -> AsyncIterator[SSEEvent]: ...
+
+    def chunks(self) -> AsyncIterator[bytes]: ...
 
     def close(self) -> None: ...
 

@@ -83,6 +83,44 @@ class SSEParser:
         return match.end()
 
 
+class EventCutter:
+    """Off mode's byte pipe: bytes pass through as they arrive, each read in one piece,
+    except that a trailing incomplete event is held back until its end arrives. The client
+    then only ever holds whole events, so an error event after a failed read stays parseable.
+    Nothing is decoded; an event larger than ``max_event_bytes`` is let through unended."""
+
+    def __init__(self, max_event_bytes: int = 8 * 1024 * 1024) -> None:
+        self._held = b""
+        self._max = max_event_bytes
+
+    def feed(self, chunk: bytes) -> bytes:
+        """The bytes to send now: everything up to the last complete event's end."""
+        data = self._held + chunk if self._held else chunk
+        end = _last_event_end(data)
+        if end < 0:
+            end = len(data) if len(data) > self._max else 0
+        self._held = data[end:]
+        return data[:end]  # the whole chunk (the common case) is not copied
+
+    def flush(self) -> bytes:
+        """End of stream: what is held (an unterminated last event) goes out as it came."""
+        held, self._held = self._held, b""
+        return held
+
+
+def _last_event_end(data: bytes) -> int:
+    """Index just past the last blank line in ``data``, or -1."""
+    if b"\r" not in data:
+        at = data.rfind(b"\n\n")
+        return -1 if at < 0 else at + 2
+    end = -1
+    for match in _BLANK_LINE.finditer(data):
+        if match.group().endswith(b"\r") and match.end() == len(data):
+            break  # a CR at the end: the LF that may follow belongs to this line ending
+        end = match.end()
+    return end
+
+
 # Two consecutive line endings; atomic groups keep CRLF from counting as two endings.
 _BLANK_LINE = re.compile(rb"(?>\r\n|\r|\n)(?>\r\n|\r|\n)")
 

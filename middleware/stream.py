@@ -6,7 +6,8 @@ proxy made (``payload``). The HTTP endpoint writes ``raw`` (or encodes ``payload
 the websocket endpoint sends ``payload`` as JSON.
 
 Modes:
-- off: every upstream event passes through untouched; nothing is parsed beyond SSE framing.
+- off: a byte pipe: each upstream read goes out in one write, untouched; only event ends are
+  looked for, so that an error event can follow whole events.
 - annotate: events pass through at once; content of choice 0 is segmented and checked
   beside the stream; each report goes out as soon as it is ready; summary before [DONE].
 - correct: content of choice 0 is held per sentence until its check finishes (bounded by
@@ -27,7 +28,8 @@ from middleware.checking import StreamChecks
 from middleware.errors import UpstreamError, error_body
 from middleware.metrics import TIME_TO_FIRST_TOKEN, UPSTREAM_ERRORS
 from middleware.segmenter import StreamSegmenter
-from middleware.sse import SSEEvent, encode_event
+from middleware.interfaces import UpstreamStream
+from middleware.sse import EventCutter, SSEEvent, encode_event
 from middleware.types import CheckContext, Mode, Segment, Sentence, SentenceReport, StreamSummary
 
 log = logging.getLogger(__name__)
@@ -69,14 +71,14 @@ class StreamState:
 class ChatStream:
     def __init__(
         self,
-        events: AsyncIterator[SSEEvent],
+        upstream: UpstreamStream,
         mode: Mode,
         checks: StreamChecks,
         context: CheckContext,
         summarize: Callable[[list[SentenceReport], Mode], Any],
         started_at: float | None = None,
     ) -> None:
-        self._events = events
+        self._upstream = upstream
         self.mode = mode
         self._checks = checks
         self._context = context
@@ -103,10 +105,14 @@ class ChatStream:
 
     # ------------------------------------------------------------------ modes
     async def _run_off(self) -> AsyncIterator[Out]:
+        cutter = EventCutter()
         try:
-            async for event in self._events:
-                self._mark_first_content()
-                yield Out(raw=event.raw)
+            async for chunk in self._upstream.chunks():
+                if whole := cutter.feed(chunk):
+                    self._mark_first_content()
+                    yield Out(raw=whole)
+            if rest := cutter.flush():
+                yield Out(raw=rest)
         except UpstreamError as exc:
             yield self._error_out(exc)
         self.state.upstream_done_at = time.perf_counter()
@@ -134,7 +140,7 @@ class ChatStream:
     async def _annotate_reader(self, queue: asyncio.Queue[Out | None]) -> None:
         done_event: bytes | None = None
         try:
-            async for event in self._events:
+            async for event in self._upstream.events():
                 if event.is_done:
                     done_event = event.raw
                     break
@@ -162,7 +168,7 @@ class ChatStream:
     async def _correct_reader(self, queue: asyncio.Queue[_Pending | None]) -> None:
         done_event: bytes | None = None
         try:
-            async for event in self._events:
+            async for event in self._upstream.events():
                 if event.is_done:
                     done_event = event.raw
                     break

@@ -5,6 +5,7 @@ bytes), the request schema (client bodies), and the segmenter as the stream driv
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 from collections.abc import AsyncIterator
 from typing import Any
@@ -20,7 +21,7 @@ from middleware.segmenter import segment_text
 from middleware.server.chat import apply_corrections
 from middleware.server.protocol import parse_chat_request, resolve_mode
 from middleware.settings import CheckSettings
-from middleware.sse import SSEEvent, SSEParser, encode_event
+from middleware.sse import EventCutter, SSEEvent, SSEParser, encode_event
 from middleware.stream import ChatStream
 from middleware.types import CheckContext, Mode, SentenceReport
 from tests.doubles import ScriptedChecker
@@ -114,6 +115,53 @@ def test_sse_size_limit_is_the_only_error(blob, data):
         parse_all(split_bytes(blob, data.draw(st.lists(st.integers(0, len(blob)), max_size=8))), parser)
     except ValueError as exc:
         assert "larger than 64 bytes" in str(exc)
+
+
+def cut_all(chunks: list[bytes], cutter: EventCutter | None = None) -> tuple[list[bytes], bytes]:
+    cutter = cutter or EventCutter()
+    return [cutter.feed(chunk) for chunk in chunks], cutter.flush()
+
+
+@FUZZ
+@given(stream=sse_stream, data=st.data())
+def test_byte_pipe_keeps_every_byte_and_cuts_only_at_event_ends(stream, data):
+    blob = b"".join(raw for raw, _, _ in stream)
+    chunks = split_bytes(blob, data.draw(st.lists(st.integers(0, len(blob)), max_size=24)))
+    pieces, rest = cut_all(chunks)
+    assert b"".join(pieces) + rest == blob
+    # every generated event is complete; only a last one ending in CR waits (an LF may follow)
+    assert rest in (b"", stream[-1][0]) and (not rest or rest.endswith(b"\r"))
+    event_ends = set(itertools.accumulate(len(raw) for raw, _, _ in stream))
+    sent = 0
+    for piece in pieces:
+        sent += len(piece)
+        assert sent == 0 or sent in event_ends  # the client only ever holds whole events
+
+
+def test_byte_pipe_passes_whole_reads_through_uncopied():
+    chunk = b'data: {"a":1}\n\ndata: {"b":2}\n\n'
+    assert EventCutter().feed(chunk) is chunk
+
+
+def test_byte_pipe_holds_a_partial_event_and_releases_it_at_the_end():
+    cutter = EventCutter()
+    assert cutter.feed(b"data: 1\n\ndata: 2") == b"data: 1\n\n"
+    assert cutter.feed(b"\n") == b""
+    assert cutter.feed(b"\ndata: 3") == b"data: 2\n\n"
+    assert cutter.flush() == b"data: 3"
+
+
+def test_byte_pipe_waits_for_the_lf_after_a_trailing_cr():
+    cutter = EventCutter()
+    assert cutter.feed(b"data: 1\r\n\r") == b""
+    assert cutter.feed(b"\ndata: 2\r\r") == b"data: 1\r\n\r\n"
+    assert cutter.flush() == b"data: 2\r\r"
+
+
+def test_byte_pipe_lets_an_oversized_event_through():
+    cutter = EventCutter(max_event_bytes=8)
+    assert cutter.feed(b"data: 12345") == b"data: 12345"
+    assert cutter.flush() == b""
 
 
 # --- request schema --------------------------------------------------------------------------
@@ -229,9 +277,22 @@ def upstream_events(deltas: list[str]) -> list[SSEEvent]:
     return SSEParser().feed(b"".join(encode_event(c) for c in chunks) + b"data: [DONE]\n\n")
 
 
-async def _iterate(events: list[SSEEvent]) -> AsyncIterator[SSEEvent]:
-    for event in events:
-        yield event
+class ListUpstream:
+    """An upstream stream replaying parsed events (or, in off mode, their bytes)."""
+
+    def __init__(self, events: list[SSEEvent]) -> None:
+        self._events = events
+
+    async def events(self) -> AsyncIterator[SSEEvent]:
+        for event in self._events:
+            yield event
+
+    async def chunks(self) -> AsyncIterator[bytes]:
+        for event in self._events:
+            yield event.raw
+
+    def close(self) -> None:
+        pass
 
 
 def run_stream(deltas: list[str], mode: Mode, fixes: dict[str, str] | None = None) -> tuple[str, list[Any]]:
@@ -239,7 +300,7 @@ def run_stream(deltas: list[str], mode: Mode, fixes: dict[str, str] | None = Non
 
     async def go() -> list[Any]:
         runner = CheckRunner(ScriptedChecker(fixes), CheckSettings(sentence_budget_s=30))
-        stream = ChatStream(_iterate(upstream_events(deltas)), mode, runner.for_stream(), CheckContext(mode=mode),
+        stream = ChatStream(ListUpstream(upstream_events(deltas)), mode, runner.for_stream(), CheckContext(mode=mode),
                             runner.summarize)
         return [out async for out in stream.run()]
 

@@ -13,8 +13,8 @@ import pytest
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
-from middleware.interfaces import Embedder, PairScorer
-from middleware.runtime import (
+from middleware.interfaces import Embedder, PairScorer  # noqa: E402
+from middleware.runtime import (  # noqa: E402
     OnnxEmbedder,
     OnnxPairScorer,
     OnnxSeq2Seq,
@@ -24,9 +24,9 @@ from middleware.runtime import (
     load_pair_scorer,
     resolve_model,
 )
-from middleware.settings import RuntimeSettings
-from onnx_models.export import export_model
-from onnx_models.manifest import ManifestError, read_manifest, sha256_file
+from middleware.settings import RuntimeSettings  # noqa: E402
+from onnx_models.export import export_model  # noqa: E402
+from onnx_models.manifest import ManifestError, read_manifest, sha256_file  # noqa: E402
 
 WORDS = [
     "the", "a", "tower", "river", "city", "paris", "france", "was", "is", "in", "on", "of", "built",

@@ -17,7 +17,6 @@ from aiohttp import web
 from adapters.search import (
     CombinedSource,
     ConfigError,
-    HttpClient,
     WebProvider,
     build_providers,
     dedupe,

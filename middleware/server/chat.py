@@ -123,7 +123,7 @@ async def open_chat_stream(
     counter = request.app[STREAMS_KEY]
     ACTIVE_STREAMS.inc()
     counter.active += 1
-    chat_stream = ChatStream(stream.events(), mode, runner.for_stream(), context, runner.summarize, started)
+    chat_stream = ChatStream(stream, mode, runner.for_stream(), context, runner.summarize, started)
     try:
         yield chat_stream
     finally:
