@@ -3,7 +3,6 @@ loopback OpenAI-compatible chat server that records the prompts it receives."""
 
 from __future__ import annotations
 
-import hashlib
 import re
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -13,24 +12,12 @@ from aiohttp import web
 from aiohttp.test_utils import TestServer
 
 from middleware.pipeline.lexical import terms
+from tests.test_evidence_doubles import HashEmbedder
 
 
-class HashingEmbedder:
-    """Cosine of hashed stemmed terms: similar wording -> similar vectors, deterministic."""
-
-    dim = 256
-
-    def __init__(self) -> None:
-        self.calls: list[list[str]] = []
-
-    async def embed(self, texts: Sequence[str]) -> np.ndarray:
-        self.calls.append(list(texts))
-        out = np.zeros((len(texts), self.dim), dtype=np.float32)
-        for row, text in enumerate(texts):
-            for term in terms(text):
-                out[row, int(hashlib.md5(term.encode()).hexdigest(), 16) % self.dim] += 1.0
-        norms = np.linalg.norm(out, axis=1, keepdims=True)
-        return out / np.clip(norms, 1e-9, None)
+def HashingEmbedder() -> HashEmbedder:  # noqa: N802 (used like a class)
+    """Hashed stemmed terms: similar wording -> similar vectors."""
+    return HashEmbedder(dim=256, name="hash-terms", tokens=terms)
 
 
 class RulePairScorer:

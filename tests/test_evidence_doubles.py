@@ -6,7 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -14,21 +14,29 @@ import numpy as np
 _WORD = re.compile(r"[a-z0-9]+")
 
 
-class HashEmbedder:
-    """Hashed bag of words, L2-normalised: texts sharing words are close. Counts what it
-    embeds so tests can check that only changed passages are embedded again."""
+def words(text: str) -> list[str]:
+    return _WORD.findall(text.lower())
 
-    def __init__(self, dim: int = 64, name: str = "hash-bow") -> None:
+
+class HashEmbedder:
+    """Hashed bag of tokens, L2-normalised: texts sharing tokens are close, deterministic.
+    Records what it embeds (``embedded``: texts; ``calls``: one list per call) so tests can
+    check that only changed passages are embedded again, and how calls were batched."""
+
+    def __init__(self, dim: int = 64, name: str = "hash-bow", tokens: Callable[[str], Iterable[str]] = words) -> None:
         self.dim = dim
         self.name = name
+        self.tokens = tokens
         self.embedded: list[str] = []
+        self.calls: list[list[str]] = []
 
     def embed_sync(self, texts: Sequence[str]) -> np.ndarray:
         self.embedded.extend(texts)
+        self.calls.append(list(texts))
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         for row, text in enumerate(texts):
-            for word in _WORD.findall(text.lower()):
-                bucket = int.from_bytes(hashlib.blake2b(word.encode(), digest_size=4).digest(), "little")
+            for token in self.tokens(text):
+                bucket = int.from_bytes(hashlib.blake2b(token.encode(), digest_size=4).digest(), "little")
                 out[row, bucket % self.dim] += 1.0
         norms = np.linalg.norm(out, axis=1, keepdims=True)
         return out / np.maximum(norms, 1e-12)
