@@ -146,7 +146,6 @@ class StreamSegmenter:
         self._spans: list[tuple[int, int]] = []  # inline code of the open sentence (message offsets)
         self._fence: tuple[str, int] = ("`", 3)
         self._fence_first = False  # fence mode: on the opening fence line
-        self._steps = (self._gap, self._sentence, self._line_block, self._line_block, self._fence_line)
 
     # ------------------------------------------------------------------ public API
     def feed(self, delta: str) -> list[Segment]:
@@ -177,8 +176,8 @@ class StreamSegmenter:
     # ------------------------------------------------------------------ driver
     def _run(self) -> list[Segment]:
         out: list[Segment] = []
-        steps = self._steps
-        while steps[self._mode](out):
+        steps = _STEPS
+        while steps[self._mode](self, out):
             pass
         cut = self._start
         if cut:
@@ -585,6 +584,18 @@ class StreamSegmenter:
                 return None
             return buf[k:j].lower() in _STARTERS
         return buf[j] != "." and buf[k:j].lower() in _STARTERS
+
+
+# The scanner for each mode, indexed by mode. Plain functions at module level: bound methods
+# stored on the instance would make every segmenter a reference cycle (garbage for the
+# cyclic collector, one per stream).
+_STEPS = (
+    StreamSegmenter._gap,
+    StreamSegmenter._sentence,
+    StreamSegmenter._line_block,
+    StreamSegmenter._line_block,
+    StreamSegmenter._fence_line,
+)
 
 
 def segment_text(text: str) -> list[Segment]:
