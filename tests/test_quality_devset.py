@@ -2,8 +2,8 @@
 against the packaged demo corpus). Floors sit a little below what was measured
 (``factcheck eval-check tests/data/verify_dev.jsonl``), so a regression fails.
 
-Measured (hybrid verifier with the bundled NLI model, 2026-11-22): entity F1 0.78,
-invented 0.62, subjective 0.67, unverifiable 0.36, binary any-error F1 0.83; detection
+Measured (hybrid verifier with the bundled NLI model, 2026-11-24): entity F1 0.78,
+invented 0.50, subjective 0.67, unverifiable 0.37, binary any-error F1 0.83; detection
 rate of number errors 0.87, date errors 0.83. Relation errors are not detected yet (F1 0).
 """
 
