@@ -78,13 +78,20 @@ def serve(
     asyncio.run(_serve(settings, demo_upstream, demo_token_rate))
 
 
-def freeze_startup_heap() -> None:
+YOUNG_GC_THRESHOLD = (10_000, 20, 20)
+"""Collector thresholds while serving (CPython's default: 700, 10, 10). Streams allocate
+many short-lived objects that refcounting frees; fewer young collections measured 6 % less
+proxy CPU and a lower TTFT p50 at 200 streams in off mode (+15 -> +11 ms)."""
+
+
+def tune_gc_for_serving() -> None:
     """Move everything allocated at start-up (modules, models, settings: ~260k objects) out
-    of the garbage collector's reach. Otherwise every full collection walks them all and
-    stalls every open stream for 100-250 ms (measured under 200 streams), which was the
-    proxy's p99 time to first token."""
+    of the garbage collector's reach, and collect the young generation less often. Without
+    the freeze every full collection walks the start-up heap and stalls every open stream
+    for 100-250 ms (measured under 200 streams), which was the proxy's p99 time to first token."""
     gc.collect()
     gc.freeze()
+    gc.set_threshold(*YOUNG_GC_THRESHOLD)
 
 
 async def _serve(settings: Settings, demo_upstream: bool, demo_token_rate: float) -> None:
@@ -97,7 +104,7 @@ async def _serve(settings: Settings, demo_upstream: bool, demo_token_rate: float
     app = create_app(settings)
     runner, port = await start_site(app, settings.server.host, settings.server.port)
     runners.append(runner)
-    freeze_startup_heap()
+    tune_gc_for_serving()
     log.info("factcheck proxy on http://%s:%d/v1 -> %s", settings.server.host, port, settings.upstream.url)
     print(f"factcheck proxy listening on http://{settings.server.host}:{port}/v1 (upstream {settings.upstream.url})")
     try:
