@@ -54,6 +54,8 @@ _APPROX = (
 )  # fmt: skip
 _NEGATORS = frozenset({"not", "never", "n't", "no"})
 _SOURCES = ("mismatch", "slot", "anchor")  # most trusted first
+P_ATTR_TIE = 0.1
+"""Attributable candidates whose P(attributable) is within this of the best count as tied."""
 _YEAR = re.compile(r"\b1[0-9]{3}\b|\b20[0-9]{2}\b")
 _POSSESSIVE = re.compile(r"['’]s$")
 _THE_BEFORE = re.compile(r"\b[Tt]he\s+$")
@@ -162,8 +164,8 @@ class SlotsEditor:
         tried: set[str],
     ) -> tuple[Candidate, Verdict] | None:
         """The best of the first ``max_candidates`` admissible candidates that improve on
-        ``verdict``: best state, then (when attributable) P(attributable) to one decimal,
-        then the more trusted source, then the smaller edit."""
+        ``verdict``: best state, then (when attributable) P(attributable) within
+        ``P_ATTR_TIE`` of the best, then the more trusted source, then the smaller edit."""
         current = buffer.text
         admissible: list[tuple[int, Candidate, str]] = []
         for order, candidate in enumerate(candidates):
@@ -176,17 +178,24 @@ class SlotsEditor:
                 break
         # verified together, so a model-backed verifier batches the candidates' inferences
         verdicts = await asyncio.gather(*(self.verifier.verify(text, evidence, context) for _, _, text in admissible))
-        scored: list[tuple[tuple, Candidate, Verdict]] = []
-        for (order, candidate, text), after in zip(admissible, verdicts, strict=True):
-            if not self._improves(current, verdict, text, after):
-                continue
-            p_attr = round(_p_attr(after), 1) if after.label == "attributable" else 0.0
-            distance = Levenshtein.distance(current, text)
-            key = (_state(text, after), p_attr, -_SOURCES.index(candidate.source), -distance, -order)
-            scored.append((key, candidate, after))
-        if not scored:
+        improving = [
+            (order, candidate, text, after)
+            for (order, candidate, text), after in zip(admissible, verdicts, strict=True)
+            if self._improves(current, verdict, text, after)
+        ]
+        if not improving:
             return None
-        _, candidate, after = max(scored, key=lambda item: item[0])
+        top_p = max(_p_attr(after) for *_, after in improving)
+
+        def key(item: tuple[int, Candidate, str, Verdict]) -> tuple:
+            order, candidate, text, after = item
+            # P(attributable) only separates candidates that differ by more than P_ATTR_TIE:
+            # a near tie goes to the smaller edit (a fixed rounding grid split 0.649 / 0.661)
+            confident = after.label == "attributable" and _p_attr(after) > top_p - P_ATTR_TIE
+            distance = Levenshtein.distance(current, text)
+            return (_state(text, after), confident, -_SOURCES.index(candidate.source), -distance, -order)
+
+        _, candidate, _, after = max(improving, key=key)
         return candidate, after
 
     async def candidates(self, sentence: str, verdict: Verdict, evidence: list[Passage]) -> list[Candidate]:
