@@ -78,9 +78,7 @@ class SSEParser:
         if match is None:
             self._scan_from = len(self._buf)
             return -1
-        if match.group().endswith(b"\r") and match.end() == len(self._buf):
-            return -1  # a CR at the end: the LF that may follow belongs to this line ending
-        return match.end()
+        return match.end() if _is_final(match, len(self._buf)) else -1
 
 
 class EventCutter:
@@ -115,10 +113,16 @@ def _last_event_end(data: bytes) -> int:
         return -1 if at < 0 else at + 2
     end = -1
     for match in _BLANK_LINE.finditer(data):
-        if match.group().endswith(b"\r") and match.end() == len(data):
-            break  # a CR at the end: the LF that may follow belongs to this line ending
+        if not _is_final(match, len(data)):
+            break
         end = match.end()
     return end
+
+
+def _is_final(blank_line: re.Match[bytes], size: int) -> bool:
+    """Whether a blank line certainly ends an event: not when it ends in a CR at the end of
+    the data, since the LF that may follow belongs to that line ending."""
+    return not (blank_line.end() == size and blank_line.group().endswith(b"\r"))
 
 
 # Two consecutive line endings; atomic groups keep CRLF from counting as two endings.

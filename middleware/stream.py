@@ -26,9 +26,9 @@ from typing import Any
 
 from middleware.checking import StreamChecks
 from middleware.errors import UpstreamError, error_body
+from middleware.interfaces import UpstreamStream
 from middleware.metrics import TIME_TO_FIRST_TOKEN, UPSTREAM_ERRORS
 from middleware.segmenter import StreamSegmenter
-from middleware.interfaces import UpstreamStream
 from middleware.sse import EventCutter, SSEEvent, encode_event
 from middleware.types import CheckContext, Mode, Segment, Sentence, SentenceReport, StreamSummary
 
@@ -112,6 +112,7 @@ class ChatStream:
                     self._mark_first_content()
                     yield Out(raw=whole)
             if rest := cutter.flush():
+                self._mark_first_content()
                 yield Out(raw=rest)
         except UpstreamError as exc:
             yield self._error_out(exc)

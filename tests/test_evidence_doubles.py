@@ -20,18 +20,20 @@ def words(text: str) -> list[str]:
 
 class HashEmbedder:
     """Hashed bag of tokens, L2-normalised: texts sharing tokens are close, deterministic.
-    Records what it embeds (``embedded``: texts; ``calls``: one list per call) so tests can
-    check that only changed passages are embedded again, and how calls were batched."""
+    Records each call's texts (``calls``; ``embedded`` flattens them) so tests can check that
+    only changed passages are embedded again, and how calls were batched."""
 
     def __init__(self, dim: int = 64, name: str = "hash-bow", tokens: Callable[[str], Iterable[str]] = words) -> None:
         self.dim = dim
         self.name = name
         self.tokens = tokens
-        self.embedded: list[str] = []
         self.calls: list[list[str]] = []
 
+    @property
+    def embedded(self) -> list[str]:
+        return [text for call in self.calls for text in call]
+
     def embed_sync(self, texts: Sequence[str]) -> np.ndarray:
-        self.embedded.extend(texts)
         self.calls.append(list(texts))
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         for row, text in enumerate(texts):

@@ -86,7 +86,7 @@ def test_jsonl_field_names_are_configurable(index: LocalIndex, tmp_path: Path) -
 
 def test_reindex_is_incremental(index: LocalIndex, corpus: Path, embedder: HashEmbedder) -> None:
     first = index.update([corpus])
-    embedder.embedded.clear()
+    embedder.calls.clear()
     again = index.update([corpus])
     assert (again.unchanged, again.embedded, again.changed) == (4, 0, False)
     assert embedder.embedded == []
@@ -282,7 +282,7 @@ def test_ensure_demo_index_builds_once_and_leaves_other_indexes_alone(
     ensure_demo_index(directory)  # fresh: no embedder needed
 
     (demo / "danube.txt").write_text("The Danube is long.")
-    embedder.embedded.clear()
+    embedder.calls.clear()
     ensure_demo_index(directory, embedder)
     assert embedder.embedded == ["The Danube is long."]
 
