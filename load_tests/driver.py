@@ -44,6 +44,7 @@ import psutil
 import typer
 
 from adapters.demo_upstream import tokenize
+from middleware.server import eventloop
 
 ANSWER = (
     "The Eiffel Tower is in Paris. It was completed in 1889 for the World's Fair. "
@@ -110,6 +111,7 @@ class Process:
         name: str = "server",
         startup_timeout: float = 60.0,
         cwd: Path | None = None,
+        ready_text: str | None = None,
     ) -> None:
         self.port = port
         self.name = name
@@ -118,16 +120,18 @@ class Process:
             self.proc = subprocess.Popen(args, env={**os.environ, **(env or {})}, stdout=log, stderr=subprocess.STDOUT,
                                          start_new_session=True, cwd=cwd)
         self.peak_rss = 0
-        self._wait_port(startup_timeout)
+        self._wait_ready(startup_timeout, ready_text)
 
-    def _wait_port(self, timeout: float) -> None:
+    def _wait_ready(self, timeout: float, ready_text: str | None) -> None:
+        """Until the port accepts connections and, if given, ``ready_text`` is in the log."""
         deadline = time.time() + timeout
         while time.time() < deadline:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"{self.name} exited with {self.proc.returncode}:\n{self.log_tail()}")
             with socket.socket() as s:
-                if s.connect_ex(("127.0.0.1", self.port)) == 0:
-                    return
+                listening = s.connect_ex(("127.0.0.1", self.port)) == 0
+            if listening and (ready_text is None or ready_text in self.log_path.read_text(errors="replace")):
+                return
             time.sleep(0.1)
         self.stop()
         raise RuntimeError(f"{self.name} not listening on 127.0.0.1:{self.port} after {timeout}s:\n{self.log_tail()}")
@@ -179,15 +183,16 @@ def start_mock_upstream(token_rate: float) -> Process:
 
 
 def start_proxy(upstream_port: int, checker: str = "none", extra_env: dict[str, str] | None = None,
-                startup_timeout: float = 600.0) -> Process:
+                startup_timeout: float = 600.0, workers: int = 1) -> Process:
     """The proxy (``factcheck serve``) in front of the mock upstream. A pipeline checker may
-    build the demo index and load models at start-up, hence the long default timeout."""
+    build the demo index and load models at start-up, hence the long default timeout. The
+    proxy is ready when it prints that it listens (with workers: once every worker listens)."""
     port = free_port()
     env = {"FACTCHECK_CHECK__CHECKER": checker, "FACTCHECK_LOG_LEVEL": "WARNING",
            "FACTCHECK_SERVER__MAX_CONCURRENT_STREAMS": "100000", **(extra_env or {})}
-    return Process([sys.executable, "-m", "middleware.cli", "serve", "--port", str(port),
+    return Process([sys.executable, "-m", "middleware.cli", "serve", "--port", str(port), "--workers", str(workers),
                     "--upstream-url", f"http://127.0.0.1:{upstream_port}/v1"], port, env,
-                   name="factcheck-proxy", startup_timeout=startup_timeout)
+                   name="factcheck-proxy", startup_timeout=startup_timeout, ready_text="factcheck proxy listening")
 
 
 @dataclass
@@ -428,13 +433,13 @@ def run_all(targets: list[Target], levels: list[int], duration: float, rounds: i
     for n in levels:
         if warmup > 0:
             for target in targets:
-                asyncio.run(run_load(target, Load(min(n, 20), warmup, text, _ramp(text, token_rate, warmup))))
+                eventloop.run(run_load(target, Load(min(n, 20), warmup, text, _ramp(text, token_rate, warmup))))
         for round_no in range(rounds):
             shift = round_no % len(targets)
             for target in targets[shift:] + targets[:shift]:
                 if target.process is not None:
                     target.process.peak_rss = 0
-                results, elapsed, cpu, driver_cpu = asyncio.run(
+                results, elapsed, cpu, driver_cpu = eventloop.run(
                     run_load(target, Load(n, duration, text, _ramp(text, token_rate, duration)))
                 )
                 pool = pools.setdefault((target.name, target.mode, n), Pool())
@@ -460,6 +465,7 @@ def main(
     checker: Annotated[str, typer.Option(help="proxy checker: 'none' (pass-through cost) or 'pipeline'")] = "none",
     litellm: Annotated[bool, typer.Option(help="also run LiteLLM's proxy in pass-through (see litellm_target.py)")] = False,
     rounds: Annotated[int, typer.Option(help="repeat every target this often, rotating the order")] = 1,
+    workers: Annotated[int, typer.Option(help="proxy worker processes (serve --workers)")] = 1,
     warmup: Annotated[float, typer.Option(help="seconds of warm-up per target and level (not measured)")] = 2.0,
     out: Annotated[Path | None, typer.Option(help="write JSON results here")] = None,
     markdown_out: Annotated[Path | None, typer.Option("--markdown", help="write the markdown table here")] = None,
@@ -469,7 +475,7 @@ def main(
     upstream = start_mock_upstream(token_rate)
     processes: list[Process] = [upstream]
     try:
-        proxy = start_proxy(upstream.port, checker)
+        proxy = start_proxy(upstream.port, checker, workers=workers)
         processes.append(proxy)
         targets = [Target("direct", "-", f"http://127.0.0.1:{upstream.port}/v1/chat/completions", {}, upstream)]
         for mode in modes.split(","):
@@ -494,7 +500,7 @@ def main(
         if row.verdicts:
             print(f"verdicts {row.target}/{row.mode} @ {row.streams}: {row.verdicts}")
     config = {"streams": levels, "duration_s": duration, "token_rate": token_rate, "modes": modes.split(","),
-              "checker": checker, "rounds": rounds, "answer_tokens": len(tokenize(ANSWER)),
+              "checker": checker, "rounds": rounds, "workers": workers, "answer_tokens": len(tokenize(ANSWER)),
               "cpu_count": os.cpu_count()}
     if out is not None:
         out.write_text(json.dumps({"config": config, "runs": [asdict(r) for r in rows],

@@ -8,6 +8,7 @@ import typer
 from aiohttp import web
 
 from adapters.demo_upstream import DemoAnswers, DemoUpstream
+from middleware.server import eventloop
 
 
 def main(
@@ -15,7 +16,9 @@ def main(
     token_rate: Annotated[float, typer.Option(help="tokens per second per stream (0: unlimited)")] = 50.0,
 ) -> None:
     upstream = DemoUpstream(DemoAnswers.load(), default_rate=token_rate)
-    web.run_app(upstream.app(), host="127.0.0.1", port=port, access_log=None, print=None)
+    factory = eventloop.loop_factory("auto")  # the proxy's loop, so that both sides pay alike
+    loop = factory() if factory is not None else None
+    web.run_app(upstream.app(), host="127.0.0.1", port=port, access_log=None, print=None, loop=loop)
 
 
 if __name__ == "__main__":

@@ -5,11 +5,19 @@ verify, edit, report, memory, check (the whole per-sentence check)."""
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
-from prometheus_client import Counter, Gauge, Histogram
+from prometheus_client import REGISTRY, CollectorRegistry, Counter, Gauge, Histogram, generate_latest, multiprocess
+
+MULTIPROCESS_ENV = "PROMETHEUS_MULTIPROC_DIR"
+"""Set (to an empty directory) before this module is imported, every process of the proxy
+writes its metrics there and ``exposition`` merges them (``serve --workers N`` sets it)."""
+if os.environ.get(MULTIPROCESS_ENV):  # prometheus_client opens its files there at import
+    Path(os.environ[MULTIPROCESS_ENV]).mkdir(parents=True, exist_ok=True)
 
 _LATENCY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 1.5, 2.5, 5.0, 10.0)
 
@@ -31,7 +39,7 @@ ADDED_LATENCY = Histogram(
 SENTENCES = Counter("factcheck_sentences_total", "Checked sentences by verdict", ["verdict"])
 UPSTREAM_ERRORS = Counter("factcheck_upstream_errors_total", "Upstream failures", ["kind"])
 REQUEST_ERRORS = Counter("factcheck_request_errors_total", "Requests refused by the proxy", ["status"])
-ACTIVE_STREAMS = Gauge("factcheck_active_streams", "Streams being served now")
+ACTIVE_STREAMS = Gauge("factcheck_active_streams", "Streams being served now", multiprocess_mode="livesum")
 REQUESTS = Counter("factcheck_requests_total", "Chat completion requests", ["mode", "stream"])
 
 # Model runtime
@@ -67,3 +75,12 @@ def timed(stage: str, timings: dict[str, float] | None = None) -> Iterator[None]
         STAGE_LATENCY.labels(stage=stage).observe(elapsed)
         if timings is not None:
             timings[stage] = timings.get(stage, 0.0) + elapsed * 1000.0
+
+
+def exposition() -> bytes:
+    """The text ``/metrics`` serves: this process's metrics, or every worker's merged."""
+    if os.environ.get(MULTIPROCESS_ENV):
+        registry = CollectorRegistry()
+        multiprocess.MultiProcessCollector(registry)
+        return generate_latest(registry)
+    return generate_latest(REGISTRY)

@@ -30,6 +30,12 @@ class ServerSettings(BaseModel):
         default_factory=list, description="proxy API keys clients must present (empty: no auth)"
     )
     rate_limit_per_minute: int = Field(0, description="requests per minute per proxy key (0: off)")
+    event_loop: Literal["auto", "uvloop", "asyncio"] = Field(
+        "auto", description="event loop: uvloop when installed (auto), uvloop (required) or asyncio's own"
+    )
+    workers: int = Field(
+        1, ge=1, description="proxy processes sharing the port (SO_REUSEPORT); per-process limits are split between them"
+    )
 
 
 class UpstreamSettings(BaseModel):

@@ -11,12 +11,12 @@ import time
 from collections.abc import Awaitable, Callable
 
 from aiohttp import web
-from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from prometheus_client import CONTENT_TYPE_LATEST
 
 from middleware.checking import CheckRunner, NoChecker
 from middleware.errors import RequestError, UpstreamError, error_body
 from middleware.interfaces import Checker, Upstream
-from middleware.metrics import REQUEST_ERRORS
+from middleware.metrics import REQUEST_ERRORS, exposition
 from middleware.server.chat import (
     RUNNER_KEY,
     SETTINGS_KEY,
@@ -93,7 +93,7 @@ async def _openapi(request: web.Request) -> web.Response:
 
 
 async def _metrics(request: web.Request) -> web.Response:
-    response = web.Response(body=generate_latest())
+    response = web.Response(body=exposition())
     response.content_type = CONTENT_TYPE_LATEST.split(";")[0]
     return response
 

@@ -6,6 +6,8 @@ import asyncio
 import gc
 import json
 import logging
+import signal
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -15,7 +17,9 @@ from aiohttp import web
 from rich.console import Console
 
 from middleware.render import print_checked
+from middleware.server import eventloop
 from middleware.server.app import create_app
+from middleware.server.workers import WorkerFailed, run_workers
 from middleware.settings import Settings, describe_settings, load_settings
 from middleware.types import Mode, SentenceReport, StreamSummary
 
@@ -29,11 +33,13 @@ _SETTINGS_HELP = (
 )
 
 
-async def start_site(app: web.Application, host: str, port: int) -> tuple[web.AppRunner, int]:
+async def start_site(
+    app: web.Application, host: str, port: int, reuse_port: bool = False
+) -> tuple[web.AppRunner, int]:
     """Start ``app`` on host:port (0 picks a free port); return the runner and the port."""
     runner = web.AppRunner(app, handler_cancellation=True, access_log=None)
     await runner.setup()
-    site = web.TCPSite(runner, host, port)
+    site = web.TCPSite(runner, host, port, reuse_port=reuse_port)
     await site.start()
     bound = runner.addresses[0][1]
     return runner, bound
@@ -68,14 +74,25 @@ def serve(
         bool, typer.Option(help="also run the built-in demo LLM on a free port and proxy to it")
     ] = False,
     demo_token_rate: Annotated[float, typer.Option(help="demo LLM tokens per second (0: unlimited)")] = 30.0,
+    workers: Annotated[
+        int | None, typer.Option(min=1, help="proxy processes sharing the port [FACTCHECK_SERVER__WORKERS]")
+    ] = None,
 ) -> None:
     """Run the proxy."""
     settings = load_settings(
-        config, **{"server.host": host, "server.port": port, "upstream.url": upstream_url, "check.default_mode": mode}
+        config,
+        **{
+            "server.host": host, "server.port": port, "server.workers": workers,
+            "upstream.url": upstream_url, "check.default_mode": mode,
+        },
     )
     logging.basicConfig(level=settings.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     _prepare_evidence(settings)
-    asyncio.run(_serve(settings, demo_upstream, demo_token_rate))
+    try:
+        eventloop.run(_serve(settings, demo_upstream, demo_token_rate), settings.server.event_loop)
+    except WorkerFailed as exc:
+        log.error("%s; stopping (its log lines above say why)", exc)
+        raise typer.Exit(1) from exc
 
 
 YOUNG_GC_THRESHOLD = (10_000, 20, 20)
@@ -94,24 +111,46 @@ def tune_gc_for_serving() -> None:
     gc.set_threshold(*YOUNG_GC_THRESHOLD)
 
 
+async def serve_forever(
+    settings: Settings, reuse_port: bool = False, on_ready: Callable[[], object] | None = None
+) -> None:
+    """One proxy process: serve until cancelled, SIGINT or SIGTERM; then close the streams."""
+    runner, port = await start_site(create_app(settings), settings.server.host, settings.server.port, reuse_port)
+    tune_gc_for_serving()
+    if on_ready is not None:
+        on_ready()
+    else:
+        print(_announce(settings).format(port=port), flush=True)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(signum, stop.set)
+    try:
+        await stop.wait()
+    finally:
+        await runner.cleanup()
+
+
+def _announce(settings: Settings) -> str:
+    workers = f", {settings.server.workers} workers" if settings.server.workers > 1 else ""
+    return (f"factcheck proxy listening on http://{settings.server.host}:{{port}}/v1 "
+            f"(upstream {settings.upstream.url}{workers})")
+
+
 async def _serve(settings: Settings, demo_upstream: bool, demo_token_rate: float) -> None:
-    runners = []
+    demo_runner = None
     if demo_upstream:
-        runner, url = await start_demo_upstream(token_rate=demo_token_rate)
-        runners.append(runner)
+        demo_runner, url = await start_demo_upstream(token_rate=demo_token_rate)
         settings = settings.model_copy(update={"upstream": settings.upstream.model_copy(update={"url": url})})
         log.info("demo upstream at %s", url)
-    app = create_app(settings)
-    runner, port = await start_site(app, settings.server.host, settings.server.port)
-    runners.append(runner)
-    tune_gc_for_serving()
-    log.info("factcheck proxy on http://%s:%d/v1 -> %s", settings.server.host, port, settings.upstream.url)
-    print(f"factcheck proxy listening on http://{settings.server.host}:{port}/v1 (upstream {settings.upstream.url})")
     try:
-        await asyncio.Event().wait()
+        if settings.server.workers > 1:
+            await run_workers(settings, _announce(settings))
+        else:
+            await serve_forever(settings)
     finally:
-        for r in reversed(runners):
-            await r.cleanup()
+        if demo_runner is not None:
+            await demo_runner.cleanup()
 
 
 async def stream_through_proxy(base_url: str, question: str, mode: Mode) -> tuple[str, list[SentenceReport], StreamSummary | None]:
