@@ -1,0 +1,68 @@
+"""The load driver (load_tests/driver.py): its measurements, its comparisons and one short real run."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import aiohttp
+
+from adapters.demo_upstream import DemoUpstream
+from load_tests.driver import ANSWER, RunSummary, Target, comparisons, markdown, one_stream, request_body
+from middleware.server.commands import start_site
+
+
+async def test_one_stream_measures_and_detects_a_content_mismatch() -> None:
+    runner, port = await start_site(DemoUpstream().app(), "127.0.0.1", 0)
+    target = Target("direct", "-", f"http://127.0.0.1:{port}/v1/chat/completions", {}, None)
+    try:
+        async with aiohttp.ClientSession() as session:
+            same = await one_stream(session, target, request_body(ANSWER), ANSWER)
+            altered = await one_stream(session, target, request_body(ANSWER.replace("1889", "1887")), ANSWER)
+    finally:
+        await runner.cleanup()
+    assert same.error is None and not same.mismatch
+    assert same.ttft is not None and same.tokens > 1 and len(same.gaps) == same.tokens - 1
+    assert altered.error is None and altered.mismatch
+
+
+def _row(target: str, mode: str, ttft_p50: float, ttft_p99: float, tokens_per_s: float, cpu: float) -> RunSummary:
+    return RunSummary(target=target, mode=mode, streams=200, requests=100, errors=0, error_rate=0.0, mismatches=0,
+                      ttft_p50_ms=ttft_p50, ttft_p99_ms=ttft_p99, gap_p50_ms=20.0, gap_p99_ms=25.0,
+                      report_p50_ms=None, report_p95_ms=None, reports=0, tokens_per_s=tokens_per_s,
+                      cpu_percent=cpu, peak_rss_mb=None)
+
+
+def test_comparisons_are_against_direct_and_litellm_at_the_same_load() -> None:
+    direct = _row("direct", "-", 2.0, 10.0, 1000.0, 20.0)
+    off = _row("factcheck", "off", 3.0, 18.0, 990.0, 40.0)
+    lite = _row("litellm", "pass", 12.0, 90.0, 500.0, 100.0)
+    other_level = replace(direct, streams=1)
+    by_target = {c.target: c for c in comparisons([direct, off, lite, other_level])}
+    assert set(by_target) == {"factcheck", "litellm"}
+    mine = by_target["factcheck"]
+    assert (mine.added_ttft_p50_ms, mine.added_ttft_p99_ms) == (1.0, 8.0)
+    assert mine.tokens_per_s_ratio == 0.99
+    assert mine.ttft_p50_ratio_vs_litellm == 0.1  # +1 ms against LiteLLM's +10 ms
+    assert mine.cpu_percent_ratio_vs_litellm == 0.4
+    assert "| factcheck | off | 200 |" in markdown([direct, off, lite])
+
+
+def test_short_run_through_real_processes(tmp_path: Path) -> None:
+    out, table = tmp_path / "load.json", tmp_path / "load.md"
+    command = [sys.executable, "-m", "load_tests.driver", "--streams", "3", "--duration", "2", "--warmup", "0",
+               "--token-rate", "200", "--modes", "off,annotate", "--checker", "none",
+               "--out", str(out), "--markdown", str(table)]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "FACTCHECK_HOME": str(tmp_path)})
+    assert done.returncode == 0, done.stdout + done.stderr
+    runs = {(r["target"], r["mode"]): r for r in json.loads(out.read_text())["runs"]}
+    assert set(runs) == {("direct", "-"), ("factcheck", "off"), ("factcheck", "annotate")}
+    for run in runs.values():
+        assert run["requests"] > 0 and run["errors"] == 0 and run["mismatches"] == 0
+        assert run["peak_rss_mb"] > 0
+    assert "added TTFT p50" in table.read_text()
