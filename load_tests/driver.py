@@ -17,8 +17,12 @@ every target in rotating order, pooling the samples, so a noisy shared machine d
 targets alike.
 
     python -m load_tests.driver --streams 1,50 --duration 15 --token-rate 50 --modes off --checker none
-    python -m load_tests.driver --streams 200 --duration 60 --modes off,annotate --checker none --litellm \\
+    python -m load_tests.driver --streams 200 --duration 60 --modes off,annotate --checker pipeline --litellm \\
         --out load.json --markdown load.md
+
+The second is the acceptance run (200 streams, 60 s, the real offline pipeline in annotate
+mode, LiteLLM beside it; ``bash load_tests/install_litellm.sh`` first). ``--checker none``
+measures the proxy's own cost without checks; ``--workers N`` runs ``serve --workers N``.
 """
 
 from __future__ import annotations
