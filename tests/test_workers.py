@@ -91,6 +91,17 @@ async def _metric(port: int, name: str) -> float:
     return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines() if line.startswith(name))
 
 
+async def _start_two_workers(home: Path, upstream_url: str, **env: str) -> asyncio.subprocess.Process:
+    """``factcheck serve --workers 2`` on a free port, in its own process group (so that a
+    failed test can kill the workers too); its output is readable on ``stdout``."""
+    return await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "middleware.cli", "serve", "--workers", "2", "--port", "0", "--upstream-url", upstream_url,
+        env={**os.environ, "FACTCHECK_CHECK__CHECKER": "none", "FACTCHECK_LOG_LEVEL": "WARNING",
+             "FACTCHECK_HOME": str(home), **env},
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT, start_new_session=True,
+    )
+
+
 def _live_workers(supervisor_pid: int) -> set[int]:
     """The supervisor's worker processes that are running (a killed worker stays a zombie
     until the supervisor reaps it; the resource tracker is a child too, but no worker)."""
@@ -114,13 +125,8 @@ async def _wait_for(condition, timeout: float) -> None:  # type: ignore[no-untyp
 async def test_workers_share_the_port_merge_metrics_restart_and_stop(tmp_path: Path) -> None:
     upstream_runner, upstream_port = await start_site(DemoUpstream().app(), "127.0.0.1", 0)
     metrics_dir = tmp_path / "metrics"
-    env = {**os.environ, "FACTCHECK_CHECK__CHECKER": "none", "FACTCHECK_LOG_LEVEL": "WARNING",
-           "FACTCHECK_HOME": str(tmp_path), "PROMETHEUS_MULTIPROC_DIR": str(metrics_dir)}
-    server = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "middleware.cli", "serve", "--workers", "2", "--port", "0",
-        "--upstream-url", f"http://127.0.0.1:{upstream_port}/v1",
-        env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT, start_new_session=True,
-    )
+    server = await _start_two_workers(tmp_path, f"http://127.0.0.1:{upstream_port}/v1",
+                                      PROMETHEUS_MULTIPROC_DIR=str(metrics_dir))
     try:
         match = await _read_until(server.stdout, r"listening on http://127\.0\.0\.1:(\d+)/v1 .*2 workers", START_TIMEOUT_S)
         ready_at = time.monotonic()
@@ -159,13 +165,7 @@ async def test_workers_share_the_port_merge_metrics_restart_and_stop(tmp_path: P
 
 
 async def test_workers_stop_when_the_supervisor_is_killed(tmp_path: Path) -> None:
-    env = {**os.environ, "FACTCHECK_CHECK__CHECKER": "none", "FACTCHECK_LOG_LEVEL": "WARNING",
-           "FACTCHECK_HOME": str(tmp_path)}
-    server = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "middleware.cli", "serve", "--workers", "2", "--port", "0",
-        "--upstream-url", "http://127.0.0.1:9/v1",
-        env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT, start_new_session=True,
-    )
+    server = await _start_two_workers(tmp_path, "http://127.0.0.1:9/v1")  # no request is sent
     try:
         await _read_until(server.stdout, r"listening on .*2 workers", START_TIMEOUT_S)
         workers = _live_workers(server.pid)
