@@ -16,7 +16,7 @@ def main(
     token_rate: Annotated[float, typer.Option(help="tokens per second per stream (0: unlimited)")] = 50.0,
 ) -> None:
     upstream = DemoUpstream(DemoAnswers.load(), default_rate=token_rate)
-    factory = eventloop.loop_factory("auto")  # the proxy's loop, so that both sides pay alike
+    factory = eventloop.loop_factory("auto")  # uvloop when installed: less CPU taken from the proxy under test
     loop = factory() if factory is not None else None
     web.run_app(upstream.app(), host="127.0.0.1", port=port, access_log=None, print=None, loop=loop)
 

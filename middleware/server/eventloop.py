@@ -1,10 +1,10 @@
 """The event loop the server runs on (``server.event_loop``).
 
-uvloop (libuv under asyncio's interface) cuts the proxy's CPU per relayed event, and so the
-time a new request waits for its turn on a busy loop; see the issue-8 note for figures.
+uvloop (libuv under asyncio's interface) relays the same streams on less CPU: 42 % vs 47 %
+of a core for the proxy at 200 off-mode streams, with the same added TTFT p99 (+6 ms).
 asyncio's own loop remains available (``event_loop: asyncio``) and is what tests use. The
-load tools (mock upstream, driver) run on the same loop, so that the instrument does not
-saturate the machine it measures."""
+load tools (mock upstream, driver) run on uvloop too, so that the instrument does not starve
+the proxy on a small machine: with them on asyncio the proxy's added p99 read +27 ms."""
 
 from __future__ import annotations
 
