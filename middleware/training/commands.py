@@ -52,9 +52,31 @@ def train_verifier(
     freeze_embeddings: bool = True,
     export_to: Annotated[Path | None, typer.Option(help="export the best checkpoint here (ONNX int8)")] = None,
     export_max_length: Annotated[int, typer.Option(help="max tokens per pair in the export")] = 256,
+    teacher: Annotated[
+        Path | None, typer.Option(help="teacher soft labels (nli-train-v2/teacher/mpnet_probs.jsonl)")
+    ] = None,
+    alpha: Annotated[float, typer.Option(help="weight of the teacher's soft labels in the loss (0: hard only)")] = 0.7,
+    source_weight: Annotated[
+        list[str], typer.Option(help="SOURCE=WEIGHT mixing weight of one source (repeatable; default 1)")
+    ] = [],
+    long_source: Annotated[
+        list[str], typer.Option(help="document-level source encoded up to --long-max-length (repeatable)")
+    ] = ["docnli_mctest_fever", "factcg_cg2c"],
+    long_max_length: Annotated[int, typer.Option(help="max tokens per pair of the --long-source sources")] = 384,
+    device: Annotated[str, typer.Option(help="cpu, or cuda (bf16 autocast) on a machine with a GPU")] = "cpu",
 ) -> None:
-    """Fine-tune a 3-way NLI cross-encoder (entailment/neutral/contradiction) on the CPU."""
-    from middleware.training.data import file_sha256, find_pair_files, read_pairs, split_dev
+    """Fine-tune a 3-way NLI cross-encoder (entailment/neutral/contradiction), on the CPU by
+    default, optionally distilled from a teacher's soft labels."""
+    from middleware.training.data import (
+        attach_teacher,
+        file_sha256,
+        find_pair_files,
+        parse_weights,
+        read_pairs,
+        read_teacher,
+        split_dev,
+        weight_sources,
+    )
     from middleware.training.trainer import TrainConfig, train
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
@@ -75,6 +97,11 @@ def train_verifier(
     train_pairs, dev_pairs = split_dev(pairs, dev_size, seed)
     if not synthetic_train:
         train_pairs = [p for p in train_pairs if p.source != "synthetic"]
+    weights = parse_weights(source_weight)
+    train_pairs = weight_sources(train_pairs, weights, seed)
+    if teacher is not None and alpha > 0:
+        train_pairs = attach_teacher(train_pairs, read_teacher(teacher))
+        hashes[str(teacher)] = file_sha256(teacher)
     if max_train:
         random.Random(seed).shuffle(train_pairs)
         train_pairs = train_pairs[:max_train]
@@ -93,7 +120,13 @@ def train_verifier(
         patience=patience,
         threads=threads,
         freeze_embeddings=freeze_embeddings,
+        alpha=alpha if teacher is not None else 0.0,
+        long_sources=tuple(long_source),
+        long_max_length=long_max_length,
+        device=device,
         extra={
+            "teacher": str(teacher) if teacher else None,
+            "source_weights": weights,
             "files_sha256": hashes,
             "synthetic_per_label": synthetic_per_label,
             "synthetic_train": synthetic_train,

@@ -3,15 +3,20 @@ stable dev split.
 
 Two-class sources (label ``not_entailment``) keep that label: the trainer applies a loss on
 P(entailment) only for them, so they never teach the model that "not entailed" means neutral.
+
+Teacher soft labels (``nli-train-v2/teacher/mpnet_probs.jsonl``) are keyed by the first 16 hex
+digits of ``sha1(premise + "\x1f" + hypothesis)`` over the row's exact strings, so the key is
+taken before text clean-up.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import random
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from middleware.training import LABELS
@@ -48,6 +53,59 @@ class Pair:
     source: str = ""
     id: str = ""
     extra: dict = field(default_factory=dict, compare=False, hash=False)
+    key: str = ""  # teacher key of the raw row (see ``teacher_key``)
+    soft: tuple[float, float, float] | None = None  # teacher probabilities in LABELS order
+
+
+def teacher_key(premise: str, hypothesis: str) -> str:
+    """The key of a raw (uncleaned) row in the teacher file."""
+    return hashlib.sha1(f"{premise}\x1f{hypothesis}".encode()).hexdigest()[:16]
+
+
+def read_teacher(path: Path) -> dict[str, tuple[float, float, float]]:
+    """``{key: (P(entailment), P(neutral), P(contradiction))}`` from a teacher file."""
+    probs: dict[str, tuple[float, float, float]] = {}
+    with path.open(encoding="utf-8") as handle:
+        for line in handle:
+            if line.strip():
+                row = json.loads(line)
+                probs[row["key"]] = tuple(float(x) for x in row["probs"])  # type: ignore[assignment]
+    return probs
+
+
+def attach_teacher(pairs: Sequence[Pair], teacher: dict[str, tuple[float, float, float]]) -> list[Pair]:
+    """The pairs with their teacher probabilities where the teacher file has their key."""
+    return [replace(p, soft=teacher.get(p.key)) if p.key else p for p in pairs]
+
+
+def weight_sources(pairs: Sequence[Pair], weights: dict[str, float], seed: int) -> list[Pair]:
+    """Mix sources by weight: a source with weight w contributes round(w * n) of its n pairs
+    (sampled without replacement below 1, repeated whole then sampled above 1); unnamed
+    sources keep weight 1."""
+    by_source: dict[str, list[Pair]] = {}
+    for pair in pairs:
+        by_source.setdefault(pair.source, []).append(pair)
+    rng = random.Random(seed)
+    mixed: list[Pair] = []
+    for source, members in sorted(by_source.items()):
+        weight = weights.get(source, 1.0)
+        if weight < 0:
+            raise ValueError(f"negative weight for source {source!r}")
+        whole, part = divmod(round(weight * len(members)), len(members))
+        mixed.extend(members * whole)
+        mixed.extend(rng.sample(members, part))
+    return mixed
+
+
+def parse_weights(specs: Iterable[str]) -> dict[str, float]:
+    """``["vitaminc=0.5", "med=2"]`` -> ``{"vitaminc": 0.5, "med": 2.0}``."""
+    weights: dict[str, float] = {}
+    for spec in specs:
+        name, sep, value = spec.partition("=")
+        if not sep or not name:
+            raise ValueError(f"source weight {spec!r} is not SOURCE=WEIGHT")
+        weights[name.strip()] = float(value)
+    return weights
 
 
 def clean_text(text: str) -> str:
@@ -90,6 +148,7 @@ def read_pairs(path: Path, source: str | None = None) -> list[Pair]:
                 label=label_id(row["label"]),
                 source=source,
                 id=str(row.get("id", len(pairs))),
+                key=teacher_key(row["premise"], row["hypothesis"]),
             )
             key = (pair.premise, pair.hypothesis, pair.label)
             if pair.premise and pair.hypothesis and key not in seen:

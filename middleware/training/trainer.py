@@ -8,6 +8,7 @@ run loses at most one evaluation interval.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import math
@@ -50,6 +51,10 @@ class TrainConfig:
     freeze_embeddings: bool = True
     eval_batch_size: int = 64
     bucket_span: int = 50  # batches per length-sorted shuffle chunk
+    alpha: float = 0.0  # weight of the teacher's soft labels: loss = (1 - alpha) * hard + alpha * soft
+    long_sources: tuple[str, ...] = ()  # document-level sources, encoded up to long_max_length
+    long_max_length: int = 384
+    device: str = "cpu"  # "cuda" trains on a GPU with bf16 autocast
     extra: dict = field(default_factory=dict)  # data description, hashes (written to meta)
 
 
@@ -69,29 +74,68 @@ def load_base(base: str, labels: Sequence[str] = LABELS):
     return tokenizer, model
 
 
-def encode(tokenizer, pairs: Sequence[Pair], max_length: int) -> list[list[int]]:
-    """Token ids of (premise, hypothesis), truncating the longer side first."""
-    enc = tokenizer(
-        [p.premise for p in pairs],
-        [p.hypothesis for p in pairs],
-        truncation="longest_first",
-        max_length=max_length,
-    )
-    return enc["input_ids"], enc.get("token_type_ids")
+def encode(
+    tokenizer, pairs: Sequence[Pair], max_length: int, long_sources: Sequence[str] = (), long_max_length: int = 384
+) -> tuple[list[list[int]], list[list[int]] | None]:
+    """Token ids of (premise, hypothesis), truncating the longer side first; pairs of
+    ``long_sources`` (document-level premises) get ``long_max_length`` tokens."""
+    ids: list[list[int]] = [[] for _ in pairs]
+    types: list[list[int]] | None = [[] for _ in pairs]
+    groups = {
+        max_length: [i for i, p in enumerate(pairs) if p.source not in long_sources],
+        long_max_length: [i for i, p in enumerate(pairs) if p.source in long_sources],
+    }
+    for length, index in groups.items():
+        if not index:
+            continue
+        enc = tokenizer(
+            [pairs[i].premise for i in index],
+            [pairs[i].hypothesis for i in index],
+            truncation="longest_first",
+            max_length=length,
+        )
+        part_types = enc.get("token_type_ids")
+        for row, i in enumerate(index):
+            ids[i] = enc["input_ids"][row]
+            if part_types is None:
+                types = None
+            elif types is not None:
+                types[i] = part_types[row]
+    return ids, types
 
 
-def nli_loss(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
-    """Cross-entropy for 3-way targets; for two-class ``not_entailment`` targets,
-    -log(1 - P(entailment)) computed as -logsumexp of the other log-probabilities."""
-    logp = F.log_softmax(logits, dim=-1)
+def nli_loss(
+    logits: torch.Tensor, labels: torch.Tensor, soft: torch.Tensor | None = None, alpha: float = 0.0
+) -> torch.Tensor:
+    """Hard loss: cross-entropy for 3-way targets; for two-class ``not_entailment`` targets,
+    -log(1 - P(entailment)) computed as -logsumexp of the other log-probabilities.
+
+    With teacher probabilities ``soft`` (rows of NaN where the teacher has none) and
+    ``alpha`` > 0, each row with a teacher gets ``(1 - alpha) * hard + alpha * soft_loss``:
+    cross-entropy against the teacher's 3-way distribution on 3-way rows, and binary
+    cross-entropy against the teacher's P(entailment) on two-class rows (the teacher learnt
+    only P(entailment) there, so its neutral/contradiction split carries no signal).
+    """
+    logp = F.log_softmax(logits.float(), dim=-1)
     three = labels >= 0
     losses = torch.zeros_like(labels, dtype=logp.dtype)
     if three.any():
         losses[three] = -logp[three].gather(1, labels[three].unsqueeze(1)).squeeze(1)
     two = ~three
+    log_not = torch.logsumexp(torch.cat([logp[:, :ENTAILMENT], logp[:, ENTAILMENT + 1 :]], dim=1), dim=1)
     if two.any():
-        rest = torch.cat([logp[two, :ENTAILMENT], logp[two, ENTAILMENT + 1 :]], dim=1)
-        losses[two] = -torch.logsumexp(rest, dim=1)
+        losses[two] = -log_not[two]
+    if soft is not None and alpha > 0:
+        taught = ~torch.isnan(soft[:, 0])
+        soft_losses = torch.zeros_like(losses)
+        rows3 = taught & three
+        if rows3.any():
+            soft_losses[rows3] = -(soft[rows3] * logp[rows3]).sum(dim=1)
+        rows2 = taught & two
+        if rows2.any():
+            p_ent = soft[rows2, ENTAILMENT]
+            soft_losses[rows2] = -(p_ent * logp[rows2, ENTAILMENT] + (1 - p_ent) * log_not[rows2])
+        losses = torch.where(taught, (1 - alpha) * losses + alpha * soft_losses, losses)
     return losses.mean()
 
 
@@ -99,8 +143,8 @@ class Batches:
     """Length-bucketed batches over pre-tokenised pairs: shuffle, sort chunks of
     ``bucket_span`` batches by length, shuffle the batches."""
 
-    def __init__(self, ids, types, labels, batch_size, pad_id, rng, bucket_span=50):
-        self.ids, self.types, self.labels = ids, types, labels
+    def __init__(self, ids, types, labels, batch_size, pad_id, rng, bucket_span=50, soft=None):
+        self.ids, self.types, self.labels, self.soft = ids, types, labels, soft
         self.batch_size, self.pad_id, self.rng, self.span = batch_size, pad_id, rng, bucket_span
 
     def epoch(self) -> list[list[int]]:
@@ -115,9 +159,12 @@ class Batches:
         return batches
 
     def tensors(self, index: Sequence[int]) -> dict[str, torch.Tensor]:
-        return collate(
+        batch = collate(
             [self.ids[i] for i in index], [self.types[i] for i in index] if self.types else None, self.pad_id
         ) | {"labels": torch.tensor([self.labels[i] for i in index])}
+        if self.soft is not None:
+            batch["soft"] = torch.tensor([self.soft[i] for i in index], dtype=torch.float32)
+        return batch
 
 
 def collate(ids, types, pad_id: int) -> dict[str, torch.Tensor]:
@@ -134,17 +181,44 @@ def collate(ids, types, pad_id: int) -> dict[str, torch.Tensor]:
 
 
 @torch.inference_mode()
-def predict(model, tokenizer, pairs: Sequence[Pair], max_length: int, batch_size: int = 64) -> np.ndarray:
+def predict(
+    model,
+    tokenizer,
+    pairs: Sequence[Pair],
+    max_length: int,
+    batch_size: int = 64,
+    long_sources: Sequence[str] = (),
+    long_max_length: int = 384,
+    device: str = "cpu",
+) -> np.ndarray:
     """Class probabilities (n, 3) in ``LABELS`` order, batched by length."""
     model.eval()
-    ids, types = encode(tokenizer, pairs, max_length)
+    ids, types = encode(tokenizer, pairs, max_length, long_sources, long_max_length)
     order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
     probs = np.zeros((len(ids), len(LABELS)), dtype=np.float32)
     for start in range(0, len(order), batch_size):
         index = order[start : start + batch_size]
         batch = collate([ids[i] for i in index], [types[i] for i in index] if types else None, tokenizer.pad_token_id)
-        probs[index] = torch.softmax(model(**batch).logits.float(), dim=-1).numpy()
+        with _autocast(device):
+            logits = model(**{k: v.to(device) for k, v in batch.items()}).logits
+        probs[index] = torch.softmax(logits.float(), dim=-1).cpu().numpy()
     return probs
+
+
+def _autocast(device: str):
+    """bf16 autocast on CUDA; a no-op context on the CPU."""
+    if device.startswith("cuda"):
+        return torch.autocast("cuda", dtype=torch.bfloat16)
+    return contextlib.nullcontext()
+
+
+def check_device(device: str) -> str:
+    """The torch device to train on; a clear error when CUDA is asked for and missing."""
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        raise RuntimeError(f"--device {device}: this torch build ({torch.__version__}) sees no CUDA device")
+    if not (device == "cpu" or device.startswith("cuda")):
+        raise ValueError(f"unknown device {device!r} (cpu, cuda or cuda:N)")
+    return device
 
 
 def train(
@@ -161,10 +235,14 @@ def train(
     torch.manual_seed(config.seed)
     torch.set_num_threads(config.threads)
     config.out.mkdir(parents=True, exist_ok=True)
+    device = check_device(config.device)
     tokenizer, model = load_base(config.base)
+    model.to(device)
     if config.freeze_embeddings:
         model.base_model.embeddings.word_embeddings.weight.requires_grad_(False)
-    ids, types = encode(tokenizer, train_pairs, config.max_length)
+    ids, types = encode(tokenizer, train_pairs, config.max_length, config.long_sources, config.long_max_length)
+    nan = (float("nan"),) * len(LABELS)
+    soft = [p.soft or nan for p in train_pairs] if config.alpha > 0 else None
     batches = Batches(
         ids,
         types,
@@ -173,6 +251,7 @@ def train(
         tokenizer.pad_token_id,
         random.Random(config.seed if config.shuffle_seed is None else config.shuffle_seed),
         config.bucket_span,
+        soft,
     )
     steps_per_epoch = math.ceil(len(ids) / config.batch_size)
     planned = max(1, int(config.epochs * steps_per_epoch))
@@ -196,9 +275,12 @@ def train(
     while not stop:
         for index in batches.epoch():
             model.train()
-            batch = batches.tensors(index)
+            batch = {k: v.to(device) for k, v in batches.tensors(index).items()}
             labels = batch.pop("labels")
-            loss = nli_loss(model(**batch).logits, labels)
+            teacher = batch.pop("soft", None)
+            with _autocast(device):
+                logits = model(**batch).logits
+            loss = nli_loss(logits, labels, teacher, config.alpha)
             loss.backward()
             torch.nn.utils.clip_grad_norm_(params, 1.0)
             optimizer.step()
@@ -275,7 +357,16 @@ def _lr_factor(step: int, horizon: int, warmup: float) -> float:
 
 def _evaluate(model, tokenizer, dev_pairs, config, step, seen, train_started) -> dict:
     t0 = time.monotonic()
-    probs = predict(model, tokenizer, dev_pairs, config.max_length, config.eval_batch_size)
+    probs = predict(
+        model,
+        tokenizer,
+        dev_pairs,
+        config.max_length,
+        config.eval_batch_size,
+        config.long_sources,
+        config.long_max_length,
+        config.device,
+    )
     record = {"step": step, "pairs_seen": seen, "minutes": round((time.monotonic() - train_started) / 60, 2)}
     record |= {k: round(v, 4) for k, v in dev_metrics(dev_pairs, probs).items()}
     record["eval_seconds"] = round(time.monotonic() - t0, 1)
@@ -285,6 +376,7 @@ def _evaluate(model, tokenizer, dev_pairs, config, step, seen, train_started) ->
 
 def _meta(config: TrainConfig, train_pairs, dev_pairs, steps_per_epoch) -> dict:
     hyper = {k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(config).items() if k != "extra"}
+    taught = sum(1 for p in train_pairs if p.soft is not None)
     counts: dict[str, dict[str, int]] = {}
     for name, pairs in (("train", train_pairs), ("dev", dev_pairs)):
         for p in pairs:
@@ -297,6 +389,7 @@ def _meta(config: TrainConfig, train_pairs, dev_pairs, steps_per_epoch) -> dict:
         "data": config.extra,
         "counts": counts,
         "steps_per_epoch": steps_per_epoch,
+        "teacher_coverage": {"train_pairs_with_soft_labels": taught, "train_pairs": len(train_pairs)},
         "environment": {
             "python": platform.python_version(),
             "torch": torch.__version__,
