@@ -31,6 +31,15 @@ from tests.pipeline_doubles import HashingEmbedder, RulePairScorer, keyword_rule
 
 CURIE = "Marie Curie was born on 7 November 1867 in Warsaw, Poland. She died in 1934 in Passy."
 TOWER = "The Eiffel Tower is 330 metres tall and was completed in 1889."
+NOBELS = (
+    "She shared the 1903 Nobel Prize in Physics with Pierre Curie and Henri Becquerel for research on "
+    "radioactivity, becoming the first woman to win a Nobel Prize. She received the 1911 Nobel Prize in Chemistry "
+    "alone, and remains the only person to have won Nobel Prizes in two different sciences."
+)
+APOLLO = (
+    "The lunar module Eagle landed on 20 July 1969, carrying Neil Armstrong and Buzz Aldrin, while Michael "
+    "Collins remained in lunar orbit aboard the command module Columbia."
+)
 
 
 def _slots_verifier() -> SlotsVerifier:
@@ -64,6 +73,15 @@ SLOT_CASES = [
      "extrapolatory", None, None),
     ("Marie Curie was born in Paris.", ["Marie Curie lived in Warsaw and in Krakow."], "extrapolatory", None, None),
     ("Marie Curie was born in Warsaw.", [], "extrapolatory", None, None),
+    # the same event, not just the same subject: the Chemistry prize's year, not the Physics prize's
+    ("She received a second Nobel Prize, in Chemistry, in 1915.", [NOBELS], "contradictory", "1915", "1911"),
+    # roles: a participant the evidence names in another role is flagged, never replaced
+    ("Armstrong walked on the Moon while Buzz Aldrin remained in lunar orbit.", [APOLLO], "contradictory",
+     "Buzz Aldrin", None),
+    ("Caesar killed Brutus in the Senate.", ["Brutus killed Caesar in the Senate."], "contradictory", "Caesar", None),
+    # ... but a co-agent is not a swap
+    ("Alexander Fleming and Howard Florey studied penicillin.",
+     ["Alexander Fleming studied penicillin with Howard Florey."], "attributable", None, None),
 ]  # fmt: skip
 
 

@@ -381,3 +381,48 @@ def _year_number_agree(a: Slot, b: Slot) -> bool | None:
     if not number.raw.is_integer() or not 1000 <= number.raw <= 2100:
         return None  # 'three films' is not a year
     return date.year == int(number.raw)
+
+
+ParticipantRole = Literal["agent", "patient"]
+
+
+@dataclass(frozen=True)
+class Participant:
+    """An entity taking part in a verb's event: who does it (``agent``: the active subject,
+    or the ``by`` phrase of a passive) or to whom it is done (``patient``: the direct
+    object, or the passive subject). Conjuncts share their head's role ('carrying Neil
+    Armstrong and Buzz Aldrin': both patients of 'carry')."""
+
+    verb: str  # lemma
+    role: ParticipantRole
+    slot: Slot
+
+
+def participants(analysis: Analysis) -> list[Participant]:
+    """Who-did-what-to-whom of a parsed sentence: the agents and patients among its entities."""
+    out = []
+    doc = analysis.doc
+    for slot in analysis.slots:
+        if slot.kind != "entity":
+            continue
+        span = doc.char_span(slot.start, slot.end, alignment_mode="expand")
+        if span is None:
+            continue
+        token = span.root
+        while token.dep_ == "conj" and token.head.i != token.i:
+            token = token.head
+        found = _participant_role(token)
+        if found is not None:
+            out.append(Participant(found[0], found[1], slot))
+    return out
+
+
+def _participant_role(token: Token) -> tuple[str, ParticipantRole] | None:
+    head = token.head
+    if token.dep_ == "nsubj" and head.pos_ in ("VERB", "AUX"):
+        return head.lemma_.lower(), "agent"
+    if token.dep_ == "pobj" and head.dep_ == "agent" and head.head.pos_ == "VERB":
+        return head.head.lemma_.lower(), "agent"
+    if token.dep_ in ("dobj", "nsubjpass") and head.pos_ == "VERB":
+        return head.lemma_.lower(), "patient"
+    return None

@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from middleware.types import NLI_LABELS, Passage, Verdict
 
-MismatchKind = Literal["entity", "number", "quantity", "date", "negation", "relation"]
+MismatchKind = Literal["entity", "number", "quantity", "date", "negation", "relation", "role"]
 
 
 class Mismatch(BaseModel):
@@ -37,8 +37,8 @@ class Mismatch(BaseModel):
     @property
     def tag(self) -> Literal["entity", "relation"]:
         """FAVA type: wrong entities, numbers and dates are entity errors; a wrong verb,
-        preposition or negation is a relation error."""
-        return "relation" if self.kind in ("negation", "relation") else "entity"
+        preposition, negation or a participant in the wrong role is a relation error."""
+        return "relation" if self.kind in ("negation", "relation", "role") else "entity"
 
 
 class DetailedVerdict(Verdict):

@@ -2,7 +2,9 @@
 'received'); slot comparison sees numbers, dates, names and negation that small NLI models
 gloss over.
 
-- a number, date or quantity mismatch in an aligned sentence -> contradictory, whatever NLI says;
+- a number, date or quantity mismatch, or a participant in the wrong role, in an aligned
+  sentence -> contradictory, whatever NLI says (small NLI models read bags of words and
+  entail role swaps);
   an entity or relation mismatch -> contradictory unless NLI entailment is strong
 - NLI contradiction -> contradictory when slots localise it (with the slot span); an
   unlocalised one must be confident (p >= ``nli_only_contradiction``), and never overrides
@@ -26,7 +28,7 @@ from middleware.pipeline.verifiers.nli import NLIVerifier
 from middleware.pipeline.verifiers.slots import SlotsVerifier
 from middleware.types import NLI_LABELS, Passage
 
-_NUMERIC = ("number", "quantity", "date")
+_DECISIVE = ("number", "quantity", "date", "role")
 
 
 class HybridVerifier:
@@ -58,8 +60,8 @@ class HybridVerifier:
         p_entail = nli.scores.get("attributable", 0.0)
         strong = p_entail >= self.strong_entailment
         if slots.label == "contradictory":
-            numeric = any(m.kind in _NUMERIC for m in slots.mismatches)
-            if numeric or not strong:
+            decisive = any(m.kind in _DECISIVE for m in slots.mismatches)
+            if decisive or not strong:
                 return self._merge(slots, nli, "contradictory", slots.reason)
         unlocalised = nli.label == "contradictory" and not slots.mismatches
         if unlocalised and (slots.label == "attributable" or nli.scores.get("contradictory", 0.0) < self.nli_only_contradiction):

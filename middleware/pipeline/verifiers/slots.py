@@ -3,8 +3,13 @@ claim's normalised slots (entities with aliases, numbers with units, dates by gr
 negation, a few antonym relations) with the slots of the aligned sentences.
 
 - every key slot supported, the relation present, the claim's words covered -> attributable
-- a slot of the same type that differs, in a well-aligned sentence about the same subject,
-  in the same role -> contradictory, with the evidence's slot as the suggested replacement
+- a slot of the same type that differs, in a well-aligned sentence about the same subject
+  and the same event (of the aligned sentences, one that states the most of the claim's
+  other slots and its verb: the Chemistry prize, not the Physics prize), in the same role
+  -> contradictory, with the evidence's slot as the suggested replacement
+- a participant in another role than the evidence gives it (who did what to whom: 'Aldrin
+  remained in orbit' where the evidence says Collins remained and Aldrin was carried down)
+  -> contradictory, flagged without a replacement
 - otherwise -> extrapolatory (the unsupported slots are listed)
 """
 
@@ -16,7 +21,15 @@ from dataclasses import dataclass
 from middleware.pipeline.alignment import Aligned, Aligner, split_passages
 from middleware.pipeline.lexical import stem, term_recall, terms
 from middleware.pipeline.names import mentions
-from middleware.pipeline.slots import Analysis, Relation, Slot, analyse, analyse_many, slots_agree
+from middleware.pipeline.slots import (
+    Analysis,
+    Relation,
+    Slot,
+    analyse,
+    analyse_many,
+    participants,
+    slots_agree,
+)
 from middleware.pipeline.verifiers.base import DetailedVerdict, Mismatch, scores_for
 from middleware.types import Passage
 
@@ -42,7 +55,7 @@ _MARKERS = (
     " outside ", " without ", " neither ", " nor ", " none ", " nobody ", " nothing ", " incapable ", " unable ",
     " refused ", " failed ", " lack ", " exclusively ", " solely ", " always ", " every ",
 )  # fmt: skip
-_KIND_PRIORITY = {"number": 0, "quantity": 0, "date": 0, "negation": 1, "relation": 1, "entity": 2}
+_KIND_PRIORITY = {"number": 0, "quantity": 0, "date": 0, "negation": 1, "relation": 1, "role": 1, "entity": 2}
 
 
 @dataclass(frozen=True)
@@ -115,19 +128,27 @@ class SlotsVerifier:
     def _contradicted(
         self, claim: Analysis, lines: list[_Line], support: dict[Slot, _Line], unsupported: list[Slot]
     ) -> DetailedVerdict | None:
-        found = [m for s in unsupported if (m := self._conflict(s, claim, lines, support)) is not None]
+        event_lines = _event_lines(claim, lines)
+        found = [m for s in unsupported if (m := self._conflict(s, claim, event_lines, support)) is not None]
         found += [
-            m for m in (self._negation_conflict(claim, lines), self._antonym_conflict(claim, lines)) if m
+            m
+            for m in (
+                self._negation_conflict(claim, lines),
+                self._antonym_conflict(claim, lines),
+                self._role_conflict(claim, lines),
+            )
+            if m
         ]
         if not found:
             return None
         found.sort(key=lambda pair: (_KIND_PRIORITY[pair[0].kind], -pair[1].score))
         first, line = found[0]
-        reason = (
-            f"evidence says {first.replacement!r} where the claim says {first.text!r}"
-            if first.replacement is not None
-            else f"evidence disagrees on {first.text!r}"
-        )
+        if first.kind == "role":
+            reason = f"the evidence gives {first.text!r} another role in this event"
+        elif first.replacement is not None:
+            reason = f"evidence says {first.replacement!r} where the claim says {first.text!r}"
+        else:
+            reason = f"evidence disagrees on {first.text!r}"
         return self._verdict(
             "contradictory", 0.55 + 0.4 * min(line.score, 1.0), line, reason=reason, span=first.span,
             mismatches=[m for m, _ in found], unsupported=[(s.start, s.end) for s in unsupported],
@@ -217,6 +238,36 @@ class SlotsVerifier:
                 ), line  # fmt: skip
         return None
 
+    def _role_conflict(self, claim: Analysis, lines: list[_Line]) -> _Found | None:
+        """A claim participant whose role (agent or patient of a verb) the evidence gives to
+        someone else, while naming the claim's participant too: swapped roles. Someone the
+        claim already has in that role is no conflict ('X and Y discovered' vs 'X discovered
+        it with Y')."""
+        claimed = participants(claim)
+        for line in lines:
+            if line.score < self.strong_align:
+                continue
+            stated = participants(line.analysis)
+            for c in claimed:
+                holders = [e for e in stated if e.verb == c.verb and e.role == c.role]
+                if not holders or any(slots_agree(c.slot, e.slot) for e in holders):
+                    continue
+                others = [
+                    e for e in holders
+                    if not any(o.verb == c.verb and o.role == c.role and slots_agree(o.slot, e.slot) for o in claimed)
+                ]  # fmt: skip
+                named = any(slots_agree(c.slot, e) for e in line.analysis.slots) or mentions(
+                    line.analysis.text, c.slot.text
+                )
+                if others and named:
+                    holder = others[0].slot
+                    return Mismatch(
+                        kind="role", span=(c.slot.start, c.slot.end), text=c.slot.text, replacement=None,
+                        evidence_index=line.aligned.sentence.passage_index,
+                        evidence_span=line.offset(holder.start, holder.end),
+                    ), line  # fmt: skip
+        return None
+
     def _negation_conflict(self, claim: Analysis, lines: list[_Line]) -> _Found | None:
         main = claim.relation
         if main is None:
@@ -253,6 +304,25 @@ class SlotsVerifier:
                         evidence_index=line.aligned.sentence.passage_index, evidence_span=line.offset(rel.start, rel.end),
                     ), line  # fmt: skip
         return None
+
+
+def _event_lines(claim: Analysis, lines: list[_Line]) -> list[_Line]:
+    """The aligned sentences about the claim's event: those that state the most of the
+    claim's slots and its main verb. A slot may be contradicted only from one of them, so a
+    sentence that merely shares the subject (the 1903 Physics prize for a claim about the
+    Chemistry prize) cannot supply a replacement."""
+    if not lines:
+        return []
+    main = claim.relation
+    verb = main.lemma if main is not None and main.lemma not in _LIGHT_VERBS else None
+
+    def event_score(line: _Line) -> int:
+        agreeing = sum(1 for c in claim.slots if any(slots_agree(c, e) for e in line.analysis.slots))
+        return agreeing + int(verb is not None and any(r.lemma == verb for r in line.analysis.relations))
+
+    scores = [event_score(line) for line in lines]
+    best = max(scores)
+    return [line for line, score in zip(lines, scores, strict=True) if score == best]
 
 
 def _first_support(slot: Slot, lines: list[_Line], passages: list[str] | None) -> _Line | None:
