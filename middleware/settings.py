@@ -162,6 +162,14 @@ class PipelineSettings(BaseModel):
     max_questions: int = Field(6, description="most verification questions per sentence")
     verify_top_k: int = Field(4, description="aligned evidence sentences the slots verifier reads")
     nli_max_windows: int = Field(64, description="nli: most evidence windows scored per claim (one batch)")
+    edit_min_entailment: float | None = Field(
+        None,
+        description="correct mode: P(entailment) of the edited sentence by its evidence sentence needed to apply "
+        "an edit (default: the NLI model's calibrated high-precision threshold)",
+    )
+    edit_max_context_contradiction: float = Field(
+        0.5, description="correct mode: an edit the earlier answer contradicts at this P(contradiction) is not applied"
+    )
 
 
 class Settings(BaseSettings):

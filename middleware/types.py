@@ -131,6 +131,23 @@ class Edit(_Model):
     evidence: str | None = Field(default=None, description="the evidence text that grounds the edit")
 
 
+class Revision(_Model):
+    """What correct mode decided for a contradicted sentence: an edit is applied only when
+    the one evidence sentence it comes from contradicts the original and entails the edited
+    sentence, and the edit does not contradict what the answer already said; otherwise the
+    sentence is flagged and left as written."""
+
+    status: Literal["applied", "flagged"]
+    reason: str = Field(description="why the edit was or was not made")
+    suggested: str | None = Field(default=None, description="the edited sentence the editor proposed")
+    evidence_id: str | None = None
+    evidence_sentence: str | None = Field(default=None, description="the one evidence sentence the edit comes from")
+    scores: dict[str, float] = Field(
+        default_factory=dict,
+        description="evidence_contradicts_original, evidence_entails_edited, context_contradicts_edited (NLI)",
+    )
+
+
 class MemorySignal(_Model):
     """Memory-hallucination margin signal: never a verdict by itself."""
 
@@ -153,6 +170,7 @@ class SentenceReport(_Model):
     evidence: list[Passage] = Field(default_factory=list)
     edits: list[Edit] = Field(default_factory=list, description="suggested (annotate) or applied (correct)")
     corrected_text: str | None = Field(default=None, description="sentence after edits, if any")
+    revision: Revision | None = Field(default=None, description="correct mode: the edit decision for this sentence")
     quip: float | None = Field(default=None, description="QUIP-Score against the local corpus")
     memory: MemorySignal | None = None
     fava: str | None = Field(default=None, description="FAVA markup of the sentence")

@@ -24,6 +24,24 @@ class ManifestError(ValueError):
     """An export directory is missing, incomplete or does not match its manifest."""
 
 
+class Decision(BaseModel):
+    """NLI decision thresholds chosen on held-out dev data (``factcheck calibrate-verifier``),
+    never on a test set: how window scores are aggregated and where P(entailment) and
+    P(contradiction) decide."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    aggregation: Literal["max"] = Field("max", description="over evidence windows: the best window decides")
+    entailment: float = Field(description="P(entailment) at or above which the claim counts as supported")
+    contradiction: float = Field(description="P(contradiction) at or above which an aligned window contradicts")
+    precise_entailment: float = Field(
+        description="P(entailment) reaching the target precision on dev: what an edit must reach to be applied"
+    )
+    target_precision: float = Field(description="precision of 'supported' on dev at precise_entailment")
+    calibrated_on: str = Field(description="the dev data the thresholds were chosen on")
+    dev_metrics: dict[str, float] = Field(default_factory=dict, description="balanced accuracy, AUC ... on dev")
+
+
 class Manifest(BaseModel):
     """Describes one exported model. ``files`` maps every file of the export (graphs and
     tokenizer files, not the manifest itself) to its sha256."""
@@ -52,6 +70,7 @@ class Manifest(BaseModel):
         default_factory=dict, description="seq2seq: pad, eos and decoder_start token ids"
     )
     files: dict[str, str] = Field(default_factory=dict, description="file name -> sha256")
+    decision: Decision | None = Field(None, description="nli: calibrated decision thresholds")
 
     def write(self, directory: Path) -> Path:
         path = Path(directory) / MANIFEST_NAME

@@ -79,6 +79,10 @@ SLOT_CASES = [
     ("Armstrong walked on the Moon while Buzz Aldrin remained in lunar orbit.", [APOLLO], "contradictory",
      "Buzz Aldrin", None),
     ("Caesar killed Brutus in the Senate.", ["Brutus killed Caesar in the Senate."], "contradictory", "Caesar", None),
+    ("Brazil defeated France in the 1998 final.", ["France defeated Brazil in the 1998 final."], "contradictory",
+     "Brazil", None),
+    # a prize is no actor: 'received a second Nobel Prize' is not a role swap of 'the 1911 Nobel Prize'
+    ("She received a second Nobel Prize in 1911.", [NOBELS], "extrapolatory", None, None),
     # ... but a co-agent is not a swap
     ("Alexander Fleming and Howard Florey studied penicillin.",
      ["Alexander Fleming studied penicillin with Howard Florey."], "attributable", None, None),

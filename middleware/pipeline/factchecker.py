@@ -38,7 +38,7 @@ from middleware.pipeline.tagging import (
 from middleware.pipeline.verifiers.base import DetailedVerdict, Verifier
 from middleware.revise.base import Editor
 from middleware.revise.fava import render as render_fava
-from middleware.types import CheckContext, Edit, Mode, Passage, Question, Sentence, SentenceReport, StreamSummary, Tag
+from middleware.types import CheckContext, Edit, Mode, Passage, Question, Revision, Sentence, SentenceReport, StreamSummary, Tag
 
 log = logging.getLogger(__name__)
 
@@ -89,9 +89,9 @@ class FactChecker:
         evidence = await self._research(claim.text, questions, context, timings)
         verdict = await verify_claim(self.parts.verifier, claim, evidence, None, timings)
         tags, edits = await self._tags(sentence, claim.decontext, verdict, evidence, context)
-        corrected = None
+        corrected = revision = None
         if context.mode is Mode.CORRECT and verdict.label == "contradictory":
-            corrected, edits = await self._correct(sentence, verdict, evidence, edits, context, timings)
+            corrected, edits, revision = await self._correct(sentence, verdict, evidence, context, timings)
         quip = self.parts.portrait.quip_score(sentence.text) if self.parts.portrait is not None else None
         memory = None
         if isinstance(context.memory, MemoryCheck):  # the client asked for the memory-hallucination signal
@@ -99,7 +99,7 @@ class FactChecker:
                                                  started, timings)
         report = self._report(sentence, verdict, timings, tags=tags, edits=edits, questions=questions,
                               evidence=evidence, corrected=corrected, quip=quip)
-        return report.model_copy(update={"memory": memory}) if memory is not None else report
+        return report.model_copy(update={"memory": memory, "revision": revision})
 
     async def _research(
         self, claim: str, questions: list[Question], context: CheckContext, timings: dict[str, float]
@@ -161,21 +161,28 @@ class FactChecker:
         sentence: Sentence,
         verdict: DetailedVerdict,
         evidence: list[Passage],
-        suggested: list[Edit],
         context: CheckContext,
         timings: dict[str, float],
-    ) -> tuple[str | None, list[Edit]]:
-        """Edit the sentence (correct mode). Edits come back in message offsets."""
+    ) -> tuple[str | None, list[Edit], Revision]:
+        """Edit the sentence (correct mode): the corrected text, the applied edits in message
+        offsets, and the decision. A sentence the editor does not fix, or whose edit the gate
+        refuses, is flagged and left as written, with no edits: only applied changes are edits."""
         if self.parts.editor is None:
-            return None, suggested
+            return None, [], Revision(status="flagged", reason="no editor is configured")
         earlier = "\n".join([*([context.user_message] if context.user_message else []), *context.previous[-3:]])
         with timed("edit", timings):
             result = await self.parts.editor.edit(sentence.text, verdict, evidence, earlier or None)
         if not result.changed or not result.edits:
-            return None, suggested
-        edited, edits = result.text, result.edits
-        shifted = [e.model_copy(update={"start": e.start + sentence.start, "end": e.end + sentence.start}) for e in edits]
-        return edited, shifted
+            revision = result.revision or Revision(status="flagged", reason=result.rejected or "no edit was found")
+            return None, [], revision
+        revision = result.revision or Revision(
+            status="applied", reason="applied by the editor (no edit gate configured)", suggested=result.text, evidence_id=result.evidence_id,
+            evidence_sentence=result.edits[0].evidence,
+        )  # fmt: skip
+        shifted = [
+            e.model_copy(update={"start": e.start + sentence.start, "end": e.end + sentence.start}) for e in result.edits
+        ]
+        return result.text, shifted, revision
 
     @staticmethod
     def _report(sentence: Sentence, verdict, timings, *, tags=(), edits=(), questions=(), evidence=(),

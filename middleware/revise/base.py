@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from middleware.pipeline.lexical import BM25, terms
 from middleware.pipeline.verifiers.base import DetailedVerdict
-from middleware.types import Edit, Passage, TagType, Verdict
+from middleware.types import Edit, Passage, Revision, TagType, Verdict
 
 if TYPE_CHECKING:
     from middleware.revise.edits import EditBuffer
@@ -27,7 +27,8 @@ class EditResult:
     sentence offsets; ``tag`` is the FAVA type of the revision (the first edit's);
     ``evidence_index``/``evidence_id`` name the passage that grounds it; ``rejected`` says
     why the sentence was left unchanged (a guard, no disagreement, no improving edit);
-    ``verdict`` is the edited sentence's verdict when the editor re-verified it."""
+    ``verdict`` is the edited sentence's verdict when the editor re-verified it;
+    ``revision`` is the edit gate's decision (correct mode), applied or flagged."""
 
     original: str
     text: str
@@ -38,6 +39,7 @@ class EditResult:
     rejected: str | None = None
     backend: str | None = None
     verdict: Verdict | None = None
+    revision: Revision | None = None
 
     @property
     def changed(self) -> bool:

@@ -11,6 +11,7 @@ from middleware.pipeline.verifiers import HybridVerifier, NLIVerifier, SlotsVeri
 from middleware.revise.editors.llm import LLMEditor
 from middleware.revise.editors.seq2seq import Seq2SeqEditor, read_template
 from middleware.revise.editors.slots import SlotsEditor
+from middleware.revise.gate import EditGate, GatePolicy
 from middleware.revise.guards import EditGuard, GuardedEditor
 from middleware.settings import Settings
 from onnx_models.manifest import is_export_dir
@@ -37,15 +38,16 @@ def build_editor(
     - seq2seq: ``model`` or ``settings.pipeline.seq2seq_model`` (hub id, checkpoint or export)."""
     name = backend or settings.pipeline.editor
     guard = guard or EditGuard()
+    gate = build_gate(settings, verifier)
     if name == "slots":
         aligner = verifier.slots.aligner if isinstance(verifier, HybridVerifier) else getattr(verifier, "aligner", None)
-        return GuardedEditor(SlotsEditor(verifier, aligner=aligner, guard=guard), guard)
+        return GuardedEditor(SlotsEditor(verifier, aligner=aligner, guard=guard, gate=gate), guard, gate)
     if name == "llm":
         if chat is None:
             from adapters.llm import ChatClient  # composition root: the engine does not import adapters
 
             chat = ChatClient.from_settings(settings)
-        return GuardedEditor(LLMEditor(chat, guard=guard), guard)
+        return GuardedEditor(LLMEditor(chat, guard=guard), guard, gate)
     if name == "seq2seq":
         spec = model or settings.pipeline.seq2seq_model
         if not spec:
@@ -54,8 +56,18 @@ def build_editor(
 
         served = load_seq2seq(spec, settings.runtime)
         template = read_template(spec) if Path(spec).is_dir() else read_template(None)
-        return GuardedEditor(Seq2SeqEditor(served, template=template), guard)
+        return GuardedEditor(Seq2SeqEditor(served, template=template), guard, gate)
     raise ValueError(f"unknown editor {name!r}; expected one of {EDITORS}")
+
+
+def build_gate(settings: Settings, verifier: Verifier) -> EditGate:
+    """The edit gate over the pipeline's verifier and its NLI model (when it has one)."""
+    nli = verifier.nli if isinstance(verifier, HybridVerifier) else verifier if isinstance(verifier, NLIVerifier) else None
+    minimum = settings.pipeline.edit_min_entailment
+    if minimum is None:
+        minimum = nli.precise_entailment if nli is not None else 0.5
+    policy = GatePolicy(min_entailment=minimum, max_context_contradiction=settings.pipeline.edit_max_context_contradiction)
+    return EditGate(verifier, nli, policy)
 
 
 def nli_available(settings: Settings) -> bool:

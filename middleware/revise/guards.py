@@ -6,12 +6,13 @@ attributable, skipped or unverified). A refused edit leaves the original text.""
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from rapidfuzz.distance import Levenshtein
 
 from middleware.pipeline.verifiers.base import DetailedVerdict
 from middleware.revise.base import Editor, EditResult
+from middleware.revise.gate import EditGate
 from middleware.types import Passage, Verdict
 
 log = logging.getLogger(__name__)
@@ -44,11 +45,14 @@ def editable(verdict: Verdict) -> str | None:
 
 class GuardedEditor:
     """Wraps any editor: refuses to edit a sentence whose verdict is not contradictory or
-    extrapolatory, and replaces an over-large revision by the original text."""
+    extrapolatory, replaces an over-large revision by the original text, and (with a
+    ``gate``) keeps a revision only when the evidence sentence it comes from contradicts the
+    original and entails the edit (``middleware.revise.gate``)."""
 
-    def __init__(self, inner: Editor, guard: EditGuard | None = None) -> None:
+    def __init__(self, inner: Editor, guard: EditGuard | None = None, gate: EditGate | None = None) -> None:
         self.inner = inner
         self.guard = guard or EditGuard()
+        self.gate = gate
         self.name = inner.name
 
     async def edit(
@@ -66,4 +70,9 @@ class GuardedEditor:
         if result.changed and (reason := self.guard.check(sentence, result.text)) is not None:
             log.info("edit refused (%s): %r -> %r", reason, sentence, result.text)
             return EditResult.unchanged(sentence, reason, self.name)
-        return result
+        if self.gate is None or result.revision is not None:  # no gate, or the editor consulted it already
+            return result
+        revision = await self.gate.review(result, evidence, context)
+        if revision.status != "applied":
+            return replace(EditResult.unchanged(sentence, revision.reason, self.name), revision=revision)
+        return replace(result, revision=revision)

@@ -86,8 +86,8 @@ class NLIVerifier:
         *,
         max_length: int | None = None,
         max_windows: int = 64,
-        entail_threshold: float = 0.5,
-        contradiction_threshold: float = 0.7,
+        entail_threshold: float | None = None,
+        contradiction_threshold: float | None = None,
         min_align: float = 0.3,
         cache_size: int = 4096,
     ) -> None:
@@ -98,8 +98,11 @@ class NLIVerifier:
             max_length or getattr(manifest, "max_length", None) or getattr(scorer, "max_length", 256)
         )
         self.max_windows = max_windows
-        self.entail_threshold = entail_threshold
-        self.contradiction_threshold = contradiction_threshold
+        decision = getattr(manifest, "decision", None)
+        # thresholds: given, else calibrated on dev data (the model's manifest), else 0.5 / 0.7
+        self.entail_threshold = _first(entail_threshold, getattr(decision, "entailment", None), 0.5)
+        self.contradiction_threshold = _first(contradiction_threshold, getattr(decision, "contradiction", None), 0.7)
+        self.precise_entailment = _first(getattr(decision, "precise_entailment", None), max(0.5, self.entail_threshold))
         self.min_align = min_align
         self.cache_size = cache_size
         self._cache: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()
@@ -119,10 +122,10 @@ class NLIVerifier:
         if len(windows) > self.max_windows:
             keep = sorted(np.argsort(-lexical, kind="stable")[: self.max_windows].tolist())
             windows, lexical = [windows[i] for i in keep], lexical[keep]
-        probs = await self._probabilities([(w.text, claim) for w in windows])
+        probs = await self.probabilities([(w.text, claim) for w in windows])
         return NLIAssessment(claim, windows, probs, lexical)
 
-    async def _probabilities(self, pairs: list[tuple[str, str]]) -> np.ndarray:
+    async def probabilities(self, pairs: list[tuple[str, str]]) -> np.ndarray:
         """[n, 3] in NLI_LABELS order; pairs scored before come from an LRU cache, the
         others go to the model in one batch."""
         missing = [p for p in dict.fromkeys(pairs) if p not in self._cache]
@@ -175,3 +178,7 @@ class NLIVerifier:
             evidence_index=window.passage_index,
             evidence_span=(window.start, window.end),
         )
+
+
+def _first(*values: float | None) -> float:
+    return next(float(v) for v in values if v is not None)

@@ -55,6 +55,9 @@ _MARKERS = (
     " outside ", " without ", " neither ", " nor ", " none ", " nobody ", " nothing ", " incapable ", " unable ",
     " refused ", " failed ", " lack ", " exclusively ", " solely ", " always ", " every ",
 )  # fmt: skip
+_ACTORS = frozenset({"PERSON", "ORG", "NORP", "GPE", "PROPN"})
+"""Entities whose role in an event can be swapped (people, organisations, nations, and
+proper nouns the small NER model left unlabelled or mislabels from one sentence to the next)."""
 _KIND_PRIORITY = {"number": 0, "quantity": 0, "date": 0, "negation": 1, "relation": 1, "role": 1, "entity": 2}
 
 
@@ -243,14 +246,14 @@ class SlotsVerifier:
         someone else, while naming the claim's participant too: swapped roles. Someone the
         claim already has in that role is no conflict ('X and Y discovered' vs 'X discovered
         it with Y')."""
-        claimed = participants(claim)
+        claimed = [c for c in participants(claim) if c.slot.label in _ACTORS]
         for line in lines:
             if line.score < self.strong_align:
                 continue
             stated = participants(line.analysis)
             for c in claimed:
-                holders = [e for e in stated if e.verb == c.verb and e.role == c.role]
-                if not holders or any(slots_agree(c.slot, e.slot) for e in holders):
+                holders = [e for e in stated if e.verb == c.verb and e.role == c.role and e.slot.label in _ACTORS]
+                if not holders or any(_same_name(c.slot, e.slot) for e in holders):
                     continue
                 others = [
                     e for e in holders
@@ -304,6 +307,11 @@ class SlotsVerifier:
                         evidence_index=line.aligned.sentence.passage_index, evidence_span=line.offset(rel.start, rel.end),
                     ), line  # fmt: skip
         return None
+
+
+def _same_name(a: Slot, b: Slot) -> bool:
+    """The same name, or names sharing a word ('Aldrin' / 'Buzz Aldrin')."""
+    return bool(slots_agree(a, b)) or bool(set(terms(a.text)) & set(terms(b.text)))
 
 
 def _event_lines(claim: Analysis, lines: list[_Line]) -> list[_Line]:

@@ -15,6 +15,10 @@ Candidate edits:
 Candidates that change a number into a non-number, a name into a lower-case word, or a name
 into a part of itself, or that touch the number of a name ('Sputnik 1'), are dropped.
 
+Each revision draws all its changes from one evidence sentence. With a ``gate``
+(``middleware.revise.gate``) a revision is returned only if the gate accepts it; a refused
+revision's evidence sentence is left out of the next attempt.
+
 Each round verifies up to ``max_candidates`` candidates together with the configured verifier
 and keeps the best that improves the verdict (label; fewer contradicted or unsupported slots;
 P(attributable) when attributable; the more trusted source; the smaller edit). Another round
@@ -31,7 +35,7 @@ import difflib
 import logging
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from rapidfuzz.distance import Levenshtein
 from spacy.lang.en.stop_words import STOP_WORDS
@@ -42,6 +46,7 @@ from middleware.pipeline.slots import Slot, analyse, analyse_many, slots_agree
 from middleware.pipeline.verifiers.base import DetailedVerdict, Verifier
 from middleware.revise.base import EditResult
 from middleware.revise.edits import EditBuffer, classify, tokens
+from middleware.revise.gate import EditGate
 from middleware.revise.guards import EditGuard
 from middleware.types import Passage, TagType, Verdict
 
@@ -90,7 +95,11 @@ class SlotsEditor:
         min_align: float = 0.3,
         target: str = "better",
         min_gain: float = 0.02,
+        gate: EditGate | None = None,
+        max_attempts: int = 3,
     ) -> None:
+        self.gate = gate
+        self.max_attempts = max_attempts
         self.min_gain = min_gain
         if target not in ("attributable", "better"):
             raise ValueError(f"target must be 'attributable' or 'better', not {target!r}")
@@ -110,15 +119,45 @@ class SlotsEditor:
         evidence: list[Passage],
         context: str | None = None,
     ) -> EditResult:
+        """The best revision the gate accepts: when the gate refuses a revision, the next
+        try leaves out the evidence sentence it came from (at most ``max_attempts`` tries)."""
+        refused: set[str] = set()
+        last_refusal: EditResult | None = None
+        for _ in range(self.max_attempts if self.gate is not None else 1):
+            result = await self._revise(sentence, verdict, evidence, context, refused)
+            if self.gate is None or not result.changed:
+                return last_refusal or result
+            revision = await self.gate.review(result, evidence, context)
+            if revision.status == "applied":
+                return replace(result, revision=revision)
+            last_refusal = replace(EditResult.unchanged(sentence, revision.reason, self.name), revision=revision)
+            if revision.evidence_sentence is None:
+                break
+            refused.add(revision.evidence_sentence)
+        return last_refusal or EditResult.unchanged(sentence, "no candidate edit improved the verdict", self.name)
+
+    async def _revise(
+        self,
+        sentence: str,
+        verdict: DetailedVerdict | Verdict,
+        evidence: list[Passage],
+        context: str | None,
+        refused: set[str],
+    ) -> EditResult:
         buffer = EditBuffer(sentence)
         current: Verdict = verdict
         tried: set[str] = {sentence}
+        grounding: str | None = None  # every change of one revision comes from one evidence sentence
         for _ in range(self.max_rounds):
             candidates = await self.candidates(buffer.text, current, evidence)
+            candidates = [c for c in candidates if c.evidence not in refused]
+            if grounding is not None:
+                candidates = [c for c in candidates if c.evidence == grounding]
             best = await self._best(buffer, current, candidates, evidence, context, tried)
             if best is None:
                 break
             candidate, current = best
+            grounding = candidate.evidence
             buffer.replace(
                 candidate.start, candidate.end, candidate.replacement, tag=candidate.tag,
                 evidence_index=candidate.evidence_index, evidence=candidate.evidence,

@@ -1,0 +1,114 @@
+"""The edit gate: an edit is applied only when one evidence sentence contradicts the
+original and entails the edited sentence, and the earlier answer does not contradict it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import pytest
+
+from middleware.pipeline.verifiers import HybridVerifier, NLIVerifier, SlotsVerifier
+from middleware.revise.base import EditResult
+from middleware.revise.gate import EditGate, GatePolicy, evidence_premise
+from middleware.types import Edit, Passage
+from tests.pipeline_doubles import RulePairScorer
+
+CHEMISTRY = "She received the 1911 Nobel Prize in Chemistry alone."
+PHYSICS = "She shared the 1903 Nobel Prize in Physics, becoming the first woman to win a Nobel Prize."
+PASSAGE = f"Marie Curie was a physicist and chemist. {PHYSICS} {CHEMISTRY}"
+ORIGINAL = "She received a second Nobel Prize, in Chemistry, in 1915."
+
+
+def _passages() -> list[Passage]:
+    return [Passage(id="curie", text=PASSAGE, provider="index", source="people/marie-curie.md")]
+
+
+def _result(text: str, edits: Sequence[tuple[str, str, str]]) -> EditResult:
+    """An editor's revision of ORIGINAL: (original span, replacement, evidence sentence) per change."""
+    out = []
+    for old, new, evidence in edits:
+        start = ORIGINAL.index(old)
+        out.append(Edit(start=start, end=start + len(old), original=old, replacement=new, tag="entity",
+                        evidence_id="curie", evidence=evidence))  # fmt: skip
+    return EditResult(original=ORIGINAL, text=text, edits=out, evidence_index=0, evidence_id="curie")
+
+
+def _gate(rule: Callable[[str, str], list[float]], **policy: float) -> EditGate:
+    nli = NLIVerifier(RulePairScorer(rule))
+    return EditGate(HybridVerifier(nli, SlotsVerifier()), nli, GatePolicy(**policy))
+
+
+def _entails(needle: str) -> Callable[[str, str], list[float]]:
+    """Entails hypotheses containing ``needle``, contradicts the rest."""
+
+    def rule(premise: str, hypothesis: str) -> list[float]:
+        return [0.95, 0.03, 0.02] if needle in hypothesis else [0.02, 0.08, 0.9]
+
+    return rule
+
+
+async def test_applies_an_edit_its_evidence_sentence_entails() -> None:
+    edited = ORIGINAL.replace("1915", "1911")
+    revision = await _gate(_entails("1911")).review(_result(edited, [("1915", "1911", CHEMISTRY)]), _passages())
+    assert revision.status == "applied", revision.reason
+    assert revision.evidence_sentence == CHEMISTRY and revision.suggested == edited
+    assert revision.scores["evidence_entails_edited"] == pytest.approx(0.95)
+    assert revision.scores["evidence_contradicts_original"] == pytest.approx(0.9)
+
+
+async def test_flags_an_edit_from_two_evidence_sentences() -> None:
+    edited = "She received a first Nobel Prize, in Chemistry, in 1911."
+    result = _result(edited, [("second", "first", PHYSICS), ("1915", "1911", CHEMISTRY)])
+    revision = await _gate(_entails("1911")).review(result, _passages())
+    assert revision.status == "flagged" and "one evidence sentence" in revision.reason
+
+
+async def test_flags_an_edit_the_evidence_does_not_entail() -> None:
+    # the Physics sentence's year put into a claim about the Chemistry prize
+    edited = ORIGINAL.replace("1915", "1903")
+    revision = await _gate(_entails("never")).review(_result(edited, [("1915", "1903", PHYSICS)]), _passages())
+    assert revision.status == "flagged"
+    assert revision.evidence_sentence == PHYSICS and revision.suggested == edited
+    assert "evidence_entails_edited" in revision.scores
+
+
+async def test_the_entailment_threshold_is_the_policy() -> None:
+    def middling(premise: str, hypothesis: str) -> list[float]:
+        return [0.7, 0.2, 0.1] if "1911" in hypothesis else [0.02, 0.08, 0.9]
+
+    result = _result(ORIGINAL.replace("1915", "1911"), [("1915", "1911", CHEMISTRY)])
+    assert (await _gate(middling, min_entailment=0.6).review(result, _passages())).status == "applied"
+    assert (await _gate(middling, min_entailment=0.8).review(result, _passages())).status == "flagged"
+
+
+async def test_flags_an_edit_that_contradicts_the_earlier_answer() -> None:
+    context = "Marie Curie won her second Nobel Prize in 1915, and nothing else."
+
+    def rule(premise: str, hypothesis: str) -> list[float]:
+        if premise == context:
+            return [0.02, 0.03, 0.95] if "1911" in hypothesis else [0.9, 0.05, 0.05]
+        return _entails("1911")(premise, hypothesis)
+
+    result = _result(ORIGINAL.replace("1915", "1911"), [("1915", "1911", CHEMISTRY)])
+    revision = await _gate(rule).review(result, _passages(), context)
+    assert revision.status == "flagged" and "already said" in revision.reason
+    assert revision.scores["context_contradicts_edited"] == pytest.approx(0.95)
+
+
+async def test_without_nli_every_slot_must_be_stated() -> None:
+    gate = EditGate(SlotsVerifier(), None)
+    good = _result(ORIGINAL.replace("1915", "1911"), [("1915", "1911", CHEMISTRY)])
+    assert (await gate.review(good, _passages())).status == "flagged"  # 'second' is stated nowhere in it
+    plain = "She received the Nobel Prize in Chemistry in 1915."
+    fixed = EditResult(original=plain, text=plain.replace("1915", "1911"), evidence_index=0, evidence_id="curie",
+                       edits=[Edit(start=44, end=48, original="1915", replacement="1911", tag="entity",
+                                   evidence_id="curie", evidence=CHEMISTRY)])  # fmt: skip
+    assert (await gate.review(fixed, _passages())).status == "applied"
+
+
+def test_a_pronoun_sentence_takes_the_sentence_before_it() -> None:
+    assert evidence_premise(CHEMISTRY, PASSAGE) == f"{PHYSICS} {CHEMISTRY}"
+    assert evidence_premise("Marie Curie was a physicist and chemist.", PASSAGE) == (
+        "Marie Curie was a physicist and chemist."
+    )
+    assert evidence_premise(CHEMISTRY, None) == CHEMISTRY
