@@ -4,7 +4,9 @@ and load_tests/.
 What it answers, in order of precedence:
 1. a ``mock`` object in the request body (tests send it through the proxy, which forwards
    unknown fields unchanged): ``{"text": ..., "token_rate": ..., "error_status": ...,
-   "fail_after": n, "hang_after": n, "invalid_after": n, "closed_book_text": ...}``
+   "fail_after": n, "hang_after": n, "invalid_after": n, "closed_book_text": ..., "headers_delay": s,
+   "big_event_after": n, "big_event_bytes": b, "surrogate_after": n, "redirect_to": url,
+   "error_text": ...}`` (the last ones script the faults of a hostile probe)
    (``closed_book_text`` answers a request without system and tool messages: the proxy's
    closed-book call of the memory check);
 2. the scripted demo answers (``demo_answers.yaml``) whose keywords match the last user message;
@@ -46,6 +48,17 @@ class Script:
     invalid_after: int | None = None
     """Send an event that is not JSON after this many tokens, then carry on."""
     first_token_delay: float = 0.0
+    headers_delay: float = 0.0
+    """Wait this long before sending the response headers."""
+    big_event_after: int | None = None
+    """Send one content event of ``big_event_bytes`` after this many tokens."""
+    big_event_bytes: int = 9 * 1024 * 1024
+    surrogate_after: int | None = None
+    """Send a content delta holding a lone surrogate (JSON ``"\\ud800"``) after this many tokens."""
+    redirect_to: str | None = None
+    """Answer with a 307 redirect to this URL."""
+    error_text: str | None = None
+    """With ``error_status``: a plain-text error body instead of the OpenAI JSON error."""
 
 
 @dataclass
@@ -116,6 +129,12 @@ class DemoUpstream:
         self.requests.append(body)
         self.headers.append(dict(request.headers))
         script = self.script_for(body)
+        if script.headers_delay:
+            await asyncio.sleep(script.headers_delay)
+        if script.redirect_to:
+            raise web.HTTPTemporaryRedirect(script.redirect_to)
+        if script.error_status and script.error_text is not None:
+            return web.Response(status=script.error_status, text=script.error_text)
         if script.error_status:
             return web.json_response(
                 {"error": {"message": f"scripted failure {script.error_status}", "type": "server_error",
@@ -154,6 +173,10 @@ class DemoUpstream:
                 await asyncio.sleep(3600)
             if script.invalid_after is not None and i == script.invalid_after:
                 await send("{not json")
+            if script.big_event_after is not None and i == script.big_event_after:
+                await send(chunk({"content": "x" * script.big_event_bytes}))
+            if script.surrogate_after is not None and i == script.surrogate_after:
+                await send(chunk({"content": "\ud800"}))  # json.dumps escapes it: valid JSON, invalid text
             await send(chunk({"content": token}))
             if interval:
                 await asyncio.sleep(interval)

@@ -12,7 +12,7 @@ import aiohttp
 
 from middleware.errors import UpstreamError
 from middleware.settings import UpstreamSettings
-from middleware.sse import SSEEvent, SSEParser
+from middleware.sse import DEFAULT_MAX_EVENT_BYTES, EventTooLarge, SSEEvent, SSEParser
 
 log = logging.getLogger(__name__)
 
@@ -25,6 +25,7 @@ class UpstreamStream:
     """An open streamed response: iterate ``events()`` or ``chunks()`` (once); always ``close()``."""
 
     response: aiohttp.ClientResponse
+    max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES
 
     async def chunks(self) -> AsyncIterator[bytes]:
         """The body's bytes as they arrive, one item per socket read (off mode's byte pipe)."""
@@ -37,9 +38,13 @@ class UpstreamStream:
             raise UpstreamError(f"upstream connection failed mid-stream: {exc}", 502, kind="disconnect") from exc
 
     async def events(self) -> AsyncIterator[SSEEvent]:
-        parser = SSEParser()
+        parser = SSEParser(self.max_event_bytes)
         async for chunk in self.chunks():
-            for event in parser.feed(chunk):
+            try:
+                events = parser.feed(chunk)
+            except EventTooLarge as exc:
+                raise event_too_large(exc) from exc
+            for event in events:
                 yield event
         for event in parser.flush():
             yield event
@@ -78,19 +83,24 @@ class UpstreamClient:
         return out
 
     async def _post(self, path: str, body: dict[str, Any], headers: dict[str, str]) -> aiohttp.ClientResponse:
-        try:
-            response = await self.session.post(f"{self.base_url}{path}", data=json.dumps(body), headers=headers)
+        try:  # a redirect is not followed: it could point anywhere, loopback included
+            response = await self.session.post(
+                f"{self.base_url}{path}", data=json.dumps(body), headers=headers, allow_redirects=False
+            )
         except TimeoutError as exc:
             raise UpstreamError("upstream did not answer in time", 504, kind="timeout") from exc
         except aiohttp.ClientError as exc:
             raise UpstreamError(f"cannot reach upstream: {exc}", 502, kind="connect") from exc
+        if 300 <= response.status < 400:
+            response.release()
+            raise _redirect_error(response.status)
         if response.status >= 400:
             raise await _error_from_response(response)
         return response
 
     async def open_stream(self, body: dict[str, Any], client_headers: Mapping[str, str]) -> UpstreamStream:
         response = await self._post("/chat/completions", body, self.headers(client_headers))
-        return UpstreamStream(response)
+        return UpstreamStream(response, self.settings.max_event_bytes)
 
     async def complete(self, body: dict[str, Any], client_headers: Mapping[str, str]) -> tuple[bytes, dict[str, Any]]:
         """A non-stream completion: the raw body and its decoded JSON."""
@@ -110,12 +120,37 @@ class UpstreamClient:
         return raw, data
 
     async def get(self, path: str, client_headers: Mapping[str, str]) -> tuple[int, bytes, str]:
-        """Forward a GET (e.g. /models): status, body and content type, errors passed through."""
+        """Forward a GET (e.g. /models): status, body and content type. Redirects are not
+        followed; an error status raises ``UpstreamError`` (its body summarised unless it is
+        an OpenAI-style error)."""
         try:
-            async with self.session.get(f"{self.base_url}{path}", headers=self.headers(client_headers)) as resp:
-                return resp.status, await resp.read(), resp.headers.get("Content-Type", "application/json")
+            resp = await self.session.get(
+                f"{self.base_url}{path}", headers=self.headers(client_headers), allow_redirects=False
+            )
         except (TimeoutError, aiohttp.ClientError) as exc:
             raise UpstreamError(f"cannot reach upstream: {exc}", 502, kind="connect") from exc
+        if 300 <= resp.status < 400:
+            resp.release()
+            raise _redirect_error(resp.status)
+        if resp.status >= 400:
+            raise await _error_from_response(resp)
+        try:
+            return resp.status, await resp.read(), resp.headers.get("Content-Type", "application/json")
+        except (TimeoutError, aiohttp.ClientError) as exc:
+            raise UpstreamError(f"upstream failed while sending its answer: {exc}", 502, kind="disconnect") from exc
+        finally:
+            resp.release()
+
+
+def event_too_large(exc: EventTooLarge) -> UpstreamError:
+    return UpstreamError(f"upstream sent an event larger than {exc.limit} bytes", 502, kind="event_too_large")
+
+
+def _redirect_error(status: int) -> UpstreamError:
+    return UpstreamError(
+        f"upstream answered with a redirect (HTTP {status}); redirects are not followed: "
+        "set upstream.url to the final address", 502, kind="redirect",
+    )
 
 
 async def _error_from_response(response: aiohttp.ClientResponse) -> UpstreamError:
@@ -127,10 +162,14 @@ async def _error_from_response(response: aiohttp.ClientResponse) -> UpstreamErro
     message = f"upstream returned HTTP {response.status}"
     try:
         body = json.loads(raw)
-        if isinstance(body, dict) and isinstance(body.get("error"), dict):
-            message = str(body["error"].get("message") or message)
     except ValueError:
-        if raw:
-            message = f"{message}: {raw[:200].decode('utf-8', 'replace')}"
+        pass
+    if isinstance(body, dict) and isinstance(body.get("error"), dict):
+        message = str(body["error"].get("message") or message)
+    else:  # not an OpenAI error: summarised, never echoed (it may be a proxy's page or a traceback)
+        body = None
+        content_type = response.headers.get("Content-Type", "no content type").split(";")[0]
+        message = f"{message} ({content_type}, {len(raw)} bytes)"
+        log.warning("%s", message)
     kind = "rate_limited" if response.status == 429 else "status"
     return UpstreamError(message, response.status, body, kind=kind, retry_after=response.headers.get("Retry-After"))

@@ -16,6 +16,9 @@ from middleware.types import CheckContext, Mode, Sentence, SentenceReport, Strea
 
 log = logging.getLogger(__name__)
 
+SUMMARY_TIMEOUT_LOG_S = 60.0
+"""Summarizer timeouts are logged at most once per this many seconds, with their count."""
+
 
 class NoChecker:
     """The honest checker for when no pipeline is configured: every sentence is reported
@@ -58,6 +61,8 @@ class CheckRunner:
         self.checker = checker
         self.settings = settings
         self._global = asyncio.Semaphore(settings.max_checks_global)
+        self.summary_timeouts = 0
+        self._timeouts_logged_at: float | None = None
 
     def for_stream(self) -> StreamChecks:
         return StreamChecks(self)
@@ -67,9 +72,21 @@ class CheckRunner:
         if isinstance(self.checker, Summarizer):
             try:
                 return await asyncio.wait_for(self.checker.summarize(ordered, mode), self.settings.sentence_budget_s)
+            except TimeoutError:  # expected under load: counted, not a traceback per stream
+                self._count_summary_timeout()
             except Exception:  # the summary is best effort; the reports are already out
                 log.exception("summarizer failed; sending basic summary")
         return basic_summary(ordered, mode)
+
+    def _count_summary_timeout(self) -> None:
+        """Count a summarizer timeout; log at WARNING on the first, then at most once per
+        ``SUMMARY_TIMEOUT_LOG_S`` with the running count."""
+        self.summary_timeouts += 1
+        now = time.monotonic()
+        if self._timeouts_logged_at is None or now - self._timeouts_logged_at >= SUMMARY_TIMEOUT_LOG_S:
+            self._timeouts_logged_at = now
+            log.warning("summarizer ran past the %.2f s budget (%d times so far); sending basic summaries",
+                        self.settings.sentence_budget_s, self.summary_timeouts)
 
 
 class StreamChecks:

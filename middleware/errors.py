@@ -15,14 +15,24 @@ def error_body(
 class RequestError(Exception):
     """A client error (4xx)."""
 
-    def __init__(self, message: str, status: int = 400, param: str | None = None, code: str | None = None) -> None:
+    def __init__(
+        self,
+        message: str,
+        status: int = 400,
+        param: str | None = None,
+        code: str | None = None,
+        type_: str = "invalid_request_error",
+        retry_after: str | None = None,
+    ) -> None:
         super().__init__(message)
         self.status = status
         self.param = param
         self.code = code
+        self.type = type_
+        self.retry_after = retry_after
 
     def body(self) -> dict[str, Any]:
-        return error_body(str(self), "invalid_request_error", self.param, self.code)
+        return error_body(str(self), self.type, self.param, self.code)
 
 
 class UpstreamError(Exception):

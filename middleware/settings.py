@@ -29,7 +29,19 @@ class ServerSettings(BaseModel):
     api_keys: list[SecretStr] = Field(
         default_factory=list, description="proxy API keys clients must present (empty: no auth)"
     )
-    rate_limit_per_minute: int = Field(0, description="requests per minute per proxy key (0: off)")
+    rate_limit_per_minute: int = Field(
+        0, description="requests (and websocket chat messages) per minute per proxy key, or per client address "
+        "when no keys are configured (0: off)"
+    )
+    max_json_depth: int = Field(64, ge=1, description="deepest nesting accepted in a request body or websocket message")
+    max_context_chars: int = Field(
+        400_000, ge=0, description="most characters of context (context messages and factcheck.context) per request"
+    )
+    ws_allowed_origins: list[str] = Field(
+        default_factory=list,
+        description="browser Origins allowed on the websocket besides the proxy's own ('*': any); "
+        "requests without Origin (not from a browser) are allowed",
+    )
     event_loop: Literal["auto", "uvloop", "asyncio"] = Field(
         "auto", description="event loop: uvloop when installed (auto), uvloop (required) or asyncio's own"
     )
@@ -45,6 +57,9 @@ class UpstreamSettings(BaseModel):
     )
     connect_timeout_s: float = Field(10.0, description="upstream connect timeout")
     read_timeout_s: float = Field(120.0, description="longest silence between upstream chunks")
+    max_event_bytes: int = Field(
+        8 * 1024 * 1024, ge=1024, description="largest upstream SSE event; a larger one ends the stream with an error"
+    )
 
 
 class CheckSettings(BaseModel):

@@ -14,6 +14,15 @@ from dataclasses import dataclass
 from typing import Any
 
 DONE = "[DONE]"
+DEFAULT_MAX_EVENT_BYTES = 8 * 1024 * 1024
+
+
+class EventTooLarge(ValueError):
+    """An event grew past the size limit before its end arrived."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(f"SSE event larger than {limit} bytes")
+        self.limit = limit
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,12 +47,16 @@ class SSEEvent:
 class SSEParser:
     """Feed bytes as they arrive; get back the events they complete."""
 
-    def __init__(self, max_event_bytes: int = 8 * 1024 * 1024) -> None:
+    def __init__(self, max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES) -> None:
         self._buf = bytearray()
         self._scan_from = 0
         self._max = max_event_bytes
 
     def feed(self, chunk: bytes) -> list[SSEEvent]:
+        """The events ``chunk`` completes. Raises ``EventTooLarge`` once an unfinished event
+        is past the limit (after the events completed before it have been returned)."""
+        if len(self._buf) > self._max:
+            raise EventTooLarge(self._max)
         self._buf += chunk
         events: list[SSEEvent] = []
         while True:
@@ -54,8 +67,8 @@ class SSEParser:
             del self._buf[:end]
             self._scan_from = 0
             events.append(_parse_event(raw))
-        if len(self._buf) > self._max:
-            raise ValueError(f"SSE event larger than {self._max} bytes")
+        if len(self._buf) > self._max and not events:
+            raise EventTooLarge(self._max)
         return events
 
     def flush(self) -> list[SSEEvent]:
@@ -85,18 +98,19 @@ class EventCutter:
     """Off mode's byte pipe: bytes pass through as they arrive, each read in one piece,
     except that a trailing incomplete event is held back until its end arrives. The client
     then only ever holds whole events, so an error event after a failed read stays parseable.
-    Nothing is decoded; an event larger than ``max_event_bytes`` is let through unended."""
+    Nothing is decoded; an event growing past ``max_event_bytes`` raises ``EventTooLarge``
+    (what is held is not sent: the stream can still end with a whole error event)."""
 
-    def __init__(self, max_event_bytes: int = 8 * 1024 * 1024) -> None:
+    def __init__(self, max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES) -> None:
         self._held = b""
         self._max = max_event_bytes
 
     def feed(self, chunk: bytes) -> bytes:
         """The bytes to send now: everything up to the last complete event's end."""
         data = self._held + chunk if self._held else chunk
-        end = _last_event_end(data)
-        if end < 0:
-            end = len(data) if len(data) > self._max else 0
+        end = max(_last_event_end(data), 0)
+        if len(data) - end > self._max:
+            raise EventTooLarge(self._max)
         self._held = data[end:]
         return data[:end]  # the whole chunk (the common case) is not copied
 
@@ -153,5 +167,16 @@ def _parse_event(raw: bytes) -> SSEEvent:
 
 def encode_event(payload: Any) -> bytes:
     """One ``data:`` event carrying ``payload`` as compact JSON (or a literal string)."""
-    data = payload if isinstance(payload, str) else json.dumps(payload, separators=(",", ":"), ensure_ascii=False)
+    data = payload if isinstance(payload, str) else dumps(payload)
     return f"data: {data}\n\n".encode()
+
+
+def dumps(payload: Any) -> str:
+    """Compact JSON that always encodes as UTF-8: non-ASCII as is, except when the payload
+    holds a lone surrogate (taken from an upstream's ``"\\ud800"``), then everything escaped."""
+    text = json.dumps(payload, separators=(",", ":"), ensure_ascii=False)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return json.dumps(payload, separators=(",", ":"))
+    return text

@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import logging
+import re
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
@@ -29,7 +30,7 @@ from middleware.errors import UpstreamError, error_body
 from middleware.interfaces import UpstreamStream
 from middleware.metrics import TIME_TO_FIRST_TOKEN, UPSTREAM_ERRORS
 from middleware.segmenter import StreamSegmenter
-from middleware.sse import EventCutter, SSEEvent, encode_event
+from middleware.sse import DEFAULT_MAX_EVENT_BYTES, EventCutter, EventTooLarge, SSEEvent, encode_event
 from middleware.types import CheckContext, Mode, Segment, Sentence, SentenceReport, StreamSummary
 
 log = logging.getLogger(__name__)
@@ -77,8 +78,10 @@ class ChatStream:
         context: CheckContext,
         summarize: Callable[[list[SentenceReport], Mode], Any],
         started_at: float | None = None,
+        max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES,
     ) -> None:
         self._upstream = upstream
+        self._max_event_bytes = max_event_bytes
         self.mode = mode
         self._checks = checks
         self._context = context
@@ -105,7 +108,7 @@ class ChatStream:
 
     # ------------------------------------------------------------------ modes
     async def _run_off(self) -> AsyncIterator[Out]:
-        cutter = EventCutter()
+        cutter = EventCutter(self._max_event_bytes)
         try:
             async for chunk in self._upstream.chunks():
                 if whole := cutter.feed(chunk):
@@ -116,6 +119,9 @@ class ChatStream:
                 yield Out(raw=rest)
         except UpstreamError as exc:
             yield self._error_out(exc)
+        except EventTooLarge as exc:
+            yield self._error_out(UpstreamError(f"upstream sent an event larger than {exc.limit} bytes",
+                                                kind="event_too_large"))
         self.state.upstream_done_at = time.perf_counter()
 
     async def _run_annotate(self) -> AsyncIterator[Out]:
@@ -126,9 +132,11 @@ class ChatStream:
         self, reader: Callable[[asyncio.Queue[Any]], Awaitable[None]], expand: Callable[[Any], AsyncIterator[Out]]
     ) -> AsyncIterator[Out]:
         """Run ``reader`` (filling a queue until it puts None) and yield what each queued
-        item expands to; stopping early cancels the reader."""
+        item expands to; stopping early cancels the reader. A reader that fails in a way it
+        did not handle still ends the stream: with an error event, not a hang."""
         queue: asyncio.Queue[Any] = asyncio.Queue()
         task = asyncio.create_task(reader(queue))
+        task.add_done_callback(lambda t: self._on_reader_done(t, queue))
         try:
             while (item := await queue.get()) is not None:
                 async for out in expand(item):
@@ -137,6 +145,15 @@ class ChatStream:
             if not task.done():
                 task.cancel()
             await asyncio.gather(task, return_exceptions=True)
+
+    def _on_reader_done(self, task: asyncio.Task[None], queue: asyncio.Queue[Any]) -> None:
+        if task.cancelled() or task.exception() is None:
+            return
+        log.error("stream reader failed", exc_info=task.exception())
+        out = Out(payload=error_body("the proxy failed while relaying the answer", "server_error", None,
+                                     "internal_error"))
+        queue.put_nowait(out if self.mode is Mode.ANNOTATE else _Pending(out=out))
+        queue.put_nowait(None)
 
     async def _annotate_reader(self, queue: asyncio.Queue[Out | None]) -> None:
         done_event: bytes | None = None
@@ -184,10 +201,9 @@ class ChatStream:
                 if rest is not None:
                     queue.put_nowait(_Pending(out=rest))
         except UpstreamError as exc:
-            # Send what is held unchecked rather than lose it, then the error.
-            await self._checks.cancel_all()
-            for segment in self._segmenter.flush():
-                queue.put_nowait(_Pending(segment=segment))
+            # Nothing held is lost: the rest is checked (within the budget) and sent with its
+            # report like any sentence, then the error event ends the stream.
+            self._enqueue_segments(self._segmenter.flush(), queue)
             queue.put_nowait(_Pending(out=self._error_out(exc)))
             queue.put_nowait(None)
             return
@@ -205,14 +221,13 @@ class ChatStream:
             return
         assert item.segment is not None
         text = item.segment.text
-        report = await item.task if item.task is not None else None
+        report = await _report_of(item.task) if item.task is not None else None
         if report is not None and report.corrected_text is not None:
             text = report.corrected_text
         if text:
             self._mark_first_content()
             yield Out(payload=self._content_chunk(text))
         if report is not None:
-            self.state.reports.append(report)
             yield Out(payload=self._factcheck_chunk({"type": "sentence", "report": report.model_dump(mode="json")}))
 
     # ------------------------------------------------------------------ helpers
@@ -236,7 +251,13 @@ class ChatStream:
         for segment in segments:
             sentence = self._sentence_of(segment)
             task = self._checks.submit(sentence, self._context_for(sentence)) if sentence is not None else None
+            if task is not None:  # recorded when done: the summary may be made before the release
+                task.add_done_callback(self._record_report)
             queue.put_nowait(_Pending(segment=segment, task=task))
+
+    def _record_report(self, task: asyncio.Task[SentenceReport]) -> None:
+        if not task.cancelled() and task.exception() is None:
+            self.state.reports.append(task.result())
 
     def _sentence_of(self, segment: Segment) -> Sentence | None:
         if not segment.checkable:
@@ -317,6 +338,24 @@ class ChatStream:
         return Out(payload=error_body(str(exc), "upstream_error", None, exc.kind))
 
 
+async def _report_of(task: asyncio.Task[SentenceReport]) -> SentenceReport | None:
+    """The check's report, or None when the check was cancelled or failed (its sentence then
+    goes out as written). Waiting does not take on the check's cancellation."""
+    await asyncio.wait([task])
+    if task.cancelled() or task.exception() is not None:
+        return None
+    return task.result()
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _clean(text: str) -> str:
+    """``text`` with lone surrogates (JSON ``"\\ud800"`` from the upstream) as U+FFFD: the
+    checker and the client get text that encodes."""
+    return _SURROGATE.sub("\ufffd", text) if _SURROGATE.search(text) else text
+
+
 def _choice0(chunk: dict[str, Any]) -> dict[str, Any] | None:
     choices = chunk.get("choices")
     if not isinstance(choices, list):
@@ -331,7 +370,7 @@ def _content0(chunk: dict[str, Any] | None) -> str:
     choice = _choice0(chunk) if chunk is not None else None
     delta = choice.get("delta") if choice else None
     content = delta.get("content") if isinstance(delta, dict) else None
-    return content if isinstance(content, str) else ""
+    return _clean(content) if isinstance(content, str) else ""
 
 
 def _finish_reason0(chunk: dict[str, Any]) -> str | None:

@@ -21,7 +21,7 @@ from middleware.segmenter import segment_text
 from middleware.server.chat import apply_corrections
 from middleware.server.protocol import parse_chat_request, resolve_mode
 from middleware.settings import CheckSettings
-from middleware.sse import EventCutter, SSEEvent, SSEParser, encode_event
+from middleware.sse import EventCutter, EventTooLarge, SSEEvent, SSEParser, encode_event
 from middleware.stream import ChatStream
 from middleware.types import CheckContext, Mode, SentenceReport
 from tests.doubles import ScriptedChecker
@@ -158,10 +158,11 @@ def test_byte_pipe_waits_for_the_lf_after_a_trailing_cr():
     assert cutter.flush() == b"data: 2\r\r"
 
 
-def test_byte_pipe_lets_an_oversized_event_through():
+def test_byte_pipe_refuses_an_oversized_event_and_sends_none_of_it():
     cutter = EventCutter(max_event_bytes=8)
-    assert cutter.feed(b"data: 12345") == b"data: 12345"
-    assert cutter.flush() == b""
+    assert cutter.feed(b"data: 1\n\ndata: 1") == b"data: 1\n\n"
+    with pytest.raises(EventTooLarge, match="larger than 8 bytes"):
+        cutter.feed(b"2345")
 
 
 # --- request schema --------------------------------------------------------------------------

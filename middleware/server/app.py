@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import hmac
 import logging
-import time
 from collections.abc import Awaitable, Callable
 
 from aiohttp import web
@@ -28,6 +27,7 @@ from middleware.server.chat import (
     upstream_error_response,
     upstream_headers,
 )
+from middleware.server.limits import CLIENT_KEY, LIMITER_KEY, RateLimiter, client_id
 from middleware.server.openapi import openapi_document
 from middleware.server.ws import add_ws_routes
 from middleware.settings import Settings
@@ -59,6 +59,7 @@ def create_app(settings: Settings, checker: Checker | None = None, upstream: Ups
         middlewares=[_error_middleware, _auth_middleware(settings), _stream_limit_middleware(settings)],
     )
     app[SETTINGS_KEY] = settings
+    app[LIMITER_KEY] = RateLimiter(settings.server.rate_limit_per_minute)
     app[UPSTREAM_KEY] = upstream
     app[STREAMS_KEY] = StreamCounter()
     app[RUNNER_KEY] = CheckRunner(checker if checker is not None else build_checker(settings), settings.check)
@@ -119,35 +120,17 @@ async def _error_middleware(request: web.Request, handler: Handler) -> web.Strea
         return web.json_response(error_body(exc.reason, code=str(exc.status)), status=exc.status, headers=allow)
 
 
-class RateLimiter:
-    """A token bucket per proxy key: ``per_minute`` requests, bursting up to the same number."""
-
-    def __init__(self, per_minute: int) -> None:
-        self.rate = per_minute / 60.0
-        self.capacity = float(per_minute)
-        self._buckets: dict[int, tuple[float, float]] = {}
-
-    def allow(self, key_index: int) -> float:
-        """0 if allowed now, else seconds until a request would be."""
-        now = time.monotonic()
-        tokens, last = self._buckets.get(key_index, (self.capacity, now))
-        tokens = min(self.capacity, tokens + (now - last) * self.rate)
-        if tokens >= 1.0:
-            self._buckets[key_index] = (tokens - 1.0, now)
-            return 0.0
-        self._buckets[key_index] = (tokens, now)
-        return (1.0 - tokens) / self.rate
-
-
 def _auth_middleware(settings: Settings) -> Callable[..., Awaitable[web.StreamResponse]]:
-    """Proxy API keys (separate from upstream keys), compared in constant time, and an
-    optional per-key rate limit. Keys are never logged."""
+    """Proxy API keys (separate from upstream keys), compared in constant time, and the rate
+    limit per key (per client address without keys). Keys are never logged."""
     keys = [key.get_secret_value().encode() for key in settings.server.api_keys]
-    limiter = RateLimiter(settings.server.rate_limit_per_minute) if settings.server.rate_limit_per_minute else None
 
     @web.middleware
     async def check_key(request: web.Request, handler: Handler) -> web.StreamResponse:
-        if not keys or request.path in _OPEN_PATHS:
+        if request.path in _OPEN_PATHS:
+            return await handler(request)
+        if not keys:
+            request.app[LIMITER_KEY].check(client_id(request))
             return await handler(request)
         presented = request.headers.get("Authorization", "").removeprefix("Bearer ").strip()
         if not presented and request.path == "/v1/ws":
@@ -159,12 +142,8 @@ def _auth_middleware(settings: Settings) -> Callable[..., Awaitable[web.StreamRe
                 matched = index
         if matched < 0:
             raise RequestError("invalid or missing proxy API key", status=401, code="invalid_api_key")
-        if limiter is not None and (wait := limiter.allow(matched)) > 0:
-            response = web.json_response(
-                error_body("rate limit exceeded for this key", "rate_limit_error", None, "rate_limited"), status=429
-            )
-            response.headers["Retry-After"] = str(max(1, round(wait)))
-            return response
+        request[CLIENT_KEY] = f"key:{matched}"
+        request.app[LIMITER_KEY].check(request[CLIENT_KEY])
         return await handler(request)
 
     return check_key

@@ -34,10 +34,23 @@ RUNNER_KEY = web.AppKey("runner", CheckRunner)
 
 
 class StreamCounter:
-    """Streams open now in this app (the concurrency limit reads it)."""
+    """Streams open now in this app. A slot is taken before the upstream is called, so
+    requests waiting on a slow upstream count against the limit too."""
 
     def __init__(self) -> None:
         self.active = 0
+
+    def acquire(self, limit: int) -> None:
+        """Take a slot or raise 429 (no await in between: atomic on the event loop)."""
+        if self.active >= limit:
+            raise RequestError("too many concurrent streams; retry shortly", status=429,
+                               code="too_many_streams", type_="rate_limit_error", retry_after="1")
+        self.active += 1
+        ACTIVE_STREAMS.inc()
+
+    def release(self) -> None:
+        self.active -= 1
+        ACTIVE_STREAMS.dec()
 
 
 STREAMS_KEY = web.AppKey("streams", StreamCounter)
@@ -98,7 +111,7 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
     settings = request.app[SETTINGS_KEY]
     started = time.perf_counter()
     raw = await request.read()
-    chat, forward = parse_chat_request(raw, settings.server.max_messages)
+    chat, forward = parse_chat_request(raw, settings.server.max_messages, settings.server.max_json_depth)
     mode = resolve_mode(chat, request.headers.get("X-Factcheck-Mode"), settings.check.default_mode)
     REQUESTS.labels(mode=mode.value, stream=str(chat.stream).lower()).inc()
     if chat.stream:
@@ -113,6 +126,20 @@ async def open_chat_stream(
     """Open the upstream stream and wrap it in a ``ChatStream``; on exit close the upstream
     and record the stream bookkeeping (active streams, added latency). Shared by the SSE
     endpoint and the websocket. Upstream errors before the stream propagate (status + body)."""
+    settings = request.app[SETTINGS_KEY]
+    counter = request.app[STREAMS_KEY]
+    counter.acquire(settings.server.max_concurrent_streams)
+    try:
+        async with _opened(request, chat, forward, mode, started) as chat_stream:
+            yield chat_stream
+    finally:
+        counter.release()
+
+
+@asynccontextmanager
+async def _opened(
+    request: web.Request, chat: ChatRequest, forward: dict[str, Any], mode: Mode, started: float
+) -> AsyncIterator[ChatStream]:
     runner = request.app[RUNNER_KEY]
     context = await check_context(chat, mode, request, forward)  # the memory check's call starts with the request
     try:
@@ -120,17 +147,13 @@ async def open_chat_stream(
     except BaseException:
         release_context(context)
         raise
-    counter = request.app[STREAMS_KEY]
-    ACTIVE_STREAMS.inc()
-    counter.active += 1
-    chat_stream = ChatStream(stream, mode, runner.for_stream(), context, runner.summarize, started)
+    max_event = request.app[SETTINGS_KEY].upstream.max_event_bytes
+    chat_stream = ChatStream(stream, mode, runner.for_stream(), context, runner.summarize, started, max_event)
     try:
         yield chat_stream
     finally:
         release_context(context)
         stream.close()
-        ACTIVE_STREAMS.dec()
-        counter.active -= 1
         if chat_stream.state.upstream_done_at is not None:
             ADDED_LATENCY.labels(mode=mode.value).observe(time.perf_counter() - chat_stream.state.upstream_done_at)
 
@@ -240,7 +263,10 @@ def upstream_error_response(exc: UpstreamError) -> web.Response:
 
 
 def request_error_response(exc: RequestError) -> web.Response:
-    return _json(exc.body(), status=exc.status)
+    response = _json(exc.body(), status=exc.status)
+    if exc.retry_after:
+        response.headers["Retry-After"] = exc.retry_after
+    return response
 
 
 __all__ = ["chat_completions", "check_text", "apply_corrections", "Out"]

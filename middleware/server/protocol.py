@@ -36,14 +36,25 @@ class Message(BaseModel):
     role: str
     content: str | list[Any] | None = None
 
+    @field_validator("content")
+    @classmethod
+    def _content_parts(cls, value: Any) -> Any:
+        """Each part of a multi-part content is an object with a string ``type``; a text
+        part's ``text`` is a string (other part types are the upstream's business)."""
+        if isinstance(value, list):
+            for i, part in enumerate(value):
+                if not isinstance(part, dict) or not isinstance(part.get("type"), str):
+                    raise ValueError(f"content part {i} must be an object with a string 'type'")
+                if part["type"] == "text" and not isinstance(part.get("text"), str):
+                    raise ValueError(f"content part {i} of type 'text' needs a string 'text'")
+        return value
+
     def text(self) -> str:
         """The message's text: a string, or the text parts of a multi-part content list."""
         if isinstance(self.content, str):
             return self.content
         if isinstance(self.content, list):
-            return "\n".join(
-                part.get("text", "") for part in self.content if isinstance(part, dict) and part.get("type") == "text"
-            )
+            return "\n".join(part["text"] for part in self.content if part["type"] == "text")
         return ""
 
 
@@ -66,15 +77,81 @@ class ChatRequest(BaseModel):
         return None
 
 
-def parse_chat_request(raw: bytes, max_messages: int) -> tuple[ChatRequest, dict[str, Any]]:
+DEFAULT_MAX_DEPTH = 64
+
+
+def load_json(raw: bytes | str, max_depth: int = DEFAULT_MAX_DEPTH, what: str = "request body") -> Any:
+    """``raw`` decoded as JSON, refused with a ``RequestError`` when it is not JSON, nests
+    deeper than ``max_depth`` or holds a lone surrogate (``"\\ud800"``: valid JSON, but no
+    text; it would fail later, when the proxy encodes what it took from it)."""
+    try:
+        value = json.loads(raw)
+    except ValueError as exc:
+        raise RequestError(f"{what} is not valid JSON: {exc}", code="invalid_json") from exc
+    except RecursionError as exc:  # a few KB of '[' would otherwise be a 500
+        raise RequestError(f"{what} is nested too deeply", code="invalid_json") from exc
+    if json_depth(value, max_depth) > max_depth:
+        raise RequestError(f"{what} is nested too deeply: more than {max_depth} levels", code="invalid_json")
+    if (where := lone_surrogate_at(value)) is not None:
+        raise RequestError(f"{what} holds invalid Unicode (a lone surrogate) at {where or 'top level'}",
+                           param=where or None, code="invalid_unicode")
+    return value
+
+
+def json_depth(value: Any, limit: int) -> int:
+    """Nesting depth of a decoded JSON value (a scalar is 0), counted up to ``limit + 1``
+    without recursion."""
+    deepest, stack = 0, [(value, 0)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, dict | list):
+            depth += 1
+            deepest = max(deepest, depth)
+            if deepest > limit:
+                return deepest
+            stack.extend((child, depth) for child in (node.values() if isinstance(node, dict) else node))
+    return deepest
+
+
+def lone_surrogate_at(value: Any) -> str | None:
+    """The dotted path of the first string (or key) holding a lone surrogate, else None.
+    One encode of the whole value finds out whether there is one; only then is it located."""
+    try:
+        json.dumps(value, ensure_ascii=False).encode("utf-8")
+        return None
+    except UnicodeEncodeError:
+        pass
+    stack: list[tuple[Any, str]] = [(value, "")]
+    while stack:
+        node, path = stack.pop()
+        if isinstance(node, str):
+            if not _encodes(node):
+                return path
+        elif isinstance(node, dict):
+            for key, child in node.items():
+                child_path = f"{path}.{key}" if path else str(key)
+                if not _encodes(str(key)):
+                    return child_path
+                stack.append((child, child_path))
+        elif isinstance(node, list):
+            stack.extend((child, f"{path}.{i}") for i, child in enumerate(node))
+    return ""
+
+
+def _encodes(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+        return True
+    except UnicodeEncodeError:
+        return False
+
+
+def parse_chat_request(
+    raw: bytes, max_messages: int, max_depth: int = DEFAULT_MAX_DEPTH
+) -> tuple[ChatRequest, dict[str, Any]]:
     """Validate a request body; return the parsed request and the body to forward upstream
     (the original JSON object minus ``factcheck``)."""
-    try:
-        body = json.loads(raw)
-    except ValueError as exc:
-        raise RequestError(f"request body is not valid JSON: {exc}", code="invalid_json") from exc
-    except RecursionError as exc:  # a few KB of '[' would otherwise be a 500
-        raise RequestError("request body is nested too deeply", code="invalid_json") from exc
+    body = load_json(raw, max_depth)
     if not isinstance(body, dict):
         raise RequestError("request body must be a JSON object", code="invalid_request")
     if isinstance(body.get("messages"), list) and len(body["messages"]) > max_messages:

@@ -27,9 +27,10 @@ from aiohttp import WSMsgType, web
 
 from middleware.errors import RequestError, UpstreamError, error_body
 from middleware.metrics import REQUEST_ERRORS, REQUESTS, UPSTREAM_ERRORS
-from middleware.server.chat import SETTINGS_KEY, STREAMS_KEY, open_chat_stream
-from middleware.server.protocol import parse_chat_request, resolve_mode
-from middleware.sse import SSEParser
+from middleware.server.chat import SETTINGS_KEY, open_chat_stream
+from middleware.server.limits import LIMITER_KEY, client_id
+from middleware.server.protocol import load_json, parse_chat_request, resolve_mode
+from middleware.sse import SSEParser, dumps
 from middleware.stream import Out
 
 log = logging.getLogger(__name__)
@@ -53,13 +54,14 @@ class _Socket:
 
     async def send(self, message: dict[str, Any]) -> None:
         async with self._send_lock:
-            await self.ws.send_str(json.dumps(message, ensure_ascii=False))
+            await self.ws.send_str(dumps(message))
 
     async def on_text(self, text: str) -> None:
         try:
-            message = json.loads(text)
-        except ValueError:
-            await self.send(error_body("message is not valid JSON", code="invalid_json"))
+            message = load_json(text, self.request.app[SETTINGS_KEY].server.max_json_depth, what="message")
+        except RequestError as exc:
+            REQUEST_ERRORS.labels(status=str(exc.status)).inc()
+            await self.send(exc.body())
             return
         kind = message.get("type") if isinstance(message, dict) else None
         if kind == "cancel":
@@ -117,13 +119,12 @@ class _Socket:
         app = self.request.app
         settings = app[SETTINGS_KEY]
         started = time.perf_counter()
+        app[LIMITER_KEY].check(client_id(self.request))  # each answer counts like an HTTP request
         if not isinstance(body, dict):
             raise RequestError("'request' must be a chat completions body (a JSON object)", param="request")
-        chat, forward = parse_chat_request(json.dumps({**body, "stream": True}).encode(), settings.server.max_messages)
+        chat, forward = parse_chat_request(json.dumps({**body, "stream": True}).encode(), settings.server.max_messages,
+                                           settings.server.max_json_depth)
         mode = resolve_mode(chat, self.request.headers.get("X-Factcheck-Mode"), settings.check.default_mode)
-        counter = app[STREAMS_KEY]
-        if counter.active >= settings.server.max_concurrent_streams:
-            raise RequestError("too many concurrent streams; retry shortly", status=429, code="too_many_streams")
         REQUESTS.labels(mode=mode.value, stream="true").inc()
         async with open_chat_stream(self.request, chat, forward, mode, started) as chat_stream:
             await self.send({"type": "start", "mode": mode.value})
@@ -152,7 +153,23 @@ def messages_of(out: Out) -> list[dict[str, Any]]:
     return messages
 
 
+def origin_allowed(request: web.Request, allowed: list[str]) -> bool:
+    """A browser's websocket is allowed from the proxy's own origin and the configured ones
+    ('*': any); a client that sends no Origin is not a browser page and is allowed."""
+    origin = request.headers.get("Origin")
+    if origin is None or "*" in allowed:
+        return True
+    origin = origin.rstrip("/").lower()
+    if origin in {o.rstrip("/").lower() for o in allowed}:
+        return True
+    host = request.headers.get("Host", "").lower()
+    return bool(host) and origin in (f"http://{host}", f"https://{host}")
+
+
 async def chat_socket(request: web.Request) -> web.WebSocketResponse:
+    if not origin_allowed(request, request.app[SETTINGS_KEY].server.ws_allowed_origins):
+        raise RequestError("websocket Origin not allowed (server.ws_allowed_origins)", status=403,
+                           param="Origin", code="origin_not_allowed")
     ws = web.WebSocketResponse(heartbeat=30.0, max_msg_size=request.app[SETTINGS_KEY].server.max_body_bytes)
     await ws.prepare(request)
     socket = _Socket(request, ws)
