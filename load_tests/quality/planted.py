@@ -17,17 +17,13 @@ from typing import Annotated, Any
 
 import typer
 
+from load_tests.quality.data import load_rows
 from load_tests.quality.scoring import KINDS, Result, score
 from middleware.checking import CheckRunner
 from middleware.settings import Settings, load_settings
 from middleware.types import CheckContext, Mode, Sentence, SentenceReport
 
 DATA = Path(__file__).with_name("planted.jsonl")
-
-
-def load_rows(path: Path, limit: int | None = None) -> list[dict[str, Any]]:
-    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-    return rows[:limit] if limit else rows
 
 
 def build_runner(settings: Settings) -> CheckRunner:
