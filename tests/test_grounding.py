@@ -180,7 +180,8 @@ async def test_context_source_ranks_by_bm25_and_drops_unrelated_passages():
 async def test_policies_only_first_among():
     passages = request_passages(ChatRequest.model_validate({"messages": [{"role": "system", "content": DOCUMENT}]}))
     index = CountingSource()
-    assert sources_for_policy([], [index], "only") == [index]  # no context: the configured sources
+    assert sources_for_policy([], [index], "only") == []  # strict: no context passages, nothing to search
+    assert sources_for_policy([], [index], "among") == [index] == sources_for_policy([], [index], "first")
     [only] = sources_for_policy(passages, [index], "only")
     assert isinstance(only, ContextSource)
     assert [type(s) for s in sources_for_policy(passages, [index], "among")] == [CountingSource, ContextSource]
@@ -202,6 +203,17 @@ async def test_policy_only_from_settings_searches_nothing_else():
     report = await fc.check(Sentence(index=0, start=0, end=len(CONTRADICTS), text=CONTRADICTS),
                             CheckContext(request_passages=passages, options={"context_policy": "among"}))
     assert index.searches > 0
+
+
+async def test_policy_only_with_every_document_filtered_out_searches_nothing(make_proxy):
+    fc, index = checker()
+    proxy = await make_proxy(fc, **ROOMY)
+    request = body(CONTRADICTS, context_policy="only", context=["Who founded Acme? When was it founded?", "  "])
+    request["messages"] = [{"role": "user", "content": QUESTION}]  # no context messages either
+    del request["mock"]["closed_book_text"]
+    _, [report] = await stream_reports(proxy.url, request)
+    assert index.searches == 0 and report["evidence"] == []
+    assert report["verdict"]["label"] != "contradictory"
 
 
 # --- the closed-book request -------------------------------------------------------------------

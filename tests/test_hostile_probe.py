@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import threading
 import time
 from typing import Any
 
@@ -328,7 +329,7 @@ async def test_healthz_stays_fast_while_a_huge_context_is_checked(make_proxy):
     checker = TokenizingChecker()
     proxy = await make_proxy(checker, **{"check.sentence_budget_s": 30.0})
     body = chat_body(mode="annotate")
-    body["factcheck"]["context"] = ["x" * 900_000]  # no spaces: the worst case for a tokenizer
+    body["factcheck"]["context"] = ["x" * 390_000]  # no spaces: the worst case for a tokenizer
     health = proxy.url.removesuffix("/v1") + "/healthz"
     worst = 0.0
     async with aiohttp.ClientSession() as s:
@@ -342,3 +343,23 @@ async def test_healthz_stays_fast_while_a_huge_context_is_checked(make_proxy):
     status, events, _ = task.result()
     assert status == 200 and events[-1].is_done and checker.encoded > 0
     assert worst < 0.5, worst
+    assert threading.get_ident() not in checker.tokenizer.threads  # tokenised in a worker thread, not on the loop
+
+
+async def test_context_past_the_cap_is_a_400(make_proxy):
+    proxy = await make_proxy(ScriptedChecker(), **{"server.max_context_chars": 1000})
+    body = chat_body(mode="annotate")
+    body["factcheck"]["context"] = ["y" * 1001]
+    status, payload, _ = await post_json(proxy.url, body)
+    assert status == 400 and payload["error"]["code"] == "context_too_large"
+    body["stream"], body["factcheck"]["mode"] = False, "off"  # off mode reads no context
+    assert (await post_json(proxy.url, body))[0] == 200
+
+
+def test_tokenizer_cost_is_bounded_whatever_the_text_length():
+    tokenizer = TokenizingChecker().tokenizer
+    t0 = time.perf_counter()
+    [long] = tokenizer.encode(["word " * 200_000])
+    assert time.perf_counter() - t0 < 0.2
+    [short] = tokenizer.encode(["word " * 300])
+    assert long.ids == short.ids and len(long.ids) == 256  # the same truncated tokens

@@ -24,7 +24,7 @@ class OnnxEmbedder(BatchedEncoder):
 
     async def embed(self, texts: Sequence[str]) -> np.ndarray:
         """Through the shared micro-batcher: for concurrent online callers."""
-        return await self._infer(self.tokenizer.encode(texts), self.dim)
+        return await self._infer(await self.tokenizer.encode_async(texts), self.dim)
 
     def embed_sync(self, texts: Sequence[str], batch_size: int | None = None) -> np.ndarray:
         """Blocking, without the batcher: for offline jobs such as indexing."""

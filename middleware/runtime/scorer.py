@@ -36,7 +36,7 @@ class OnnxPairScorer(BatchedEncoder):
 
     async def score(self, pairs: Sequence[tuple[str, str]]) -> np.ndarray:
         """Through the shared micro-batcher: [n, len(labels)] probabilities."""
-        return await self._infer(self.tokenizer.encode_pairs(pairs), len(self.labels))
+        return await self._infer(await self.tokenizer.encode_pairs_async(pairs), len(self.labels))
 
     def score_sync(self, pairs: Sequence[tuple[str, str]], batch_size: int | None = None) -> np.ndarray:
         """Blocking, without the batcher: for offline evaluation."""

@@ -1,13 +1,27 @@
 """Tokenisation for the runtime: the export's ``tokenizer.json`` through the Rust ``tokenizers``
-library (no transformers import), truncated to the manifest's length, padded per batch."""
+library (no transformers import), truncated to the manifest's length, padded per batch.
+
+A text is cut to ``max_length * MAX_CHARS_PER_TOKEN`` characters before it is tokenised:
+``tokenizers`` truncates only after tokenising the whole text, and a 900 KB document took
+seconds. Online callers use ``encode_async``/``encode_pairs_async``, which tokenise a large
+batch in a worker thread (the Rust library releases the GIL) instead of on the event loop."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 from tokenizers import Encoding, Tokenizer
+
+MAX_CHARS_PER_TOKEN = 100
+"""WordPiece's longest word (``max_input_chars_per_word``; past it a word is one [UNK]) and more
+than any vocabulary entry: a text cut to ``max_length * 100`` characters yields the same first
+``max_length`` tokens as the whole text unless it is made of words longer than that."""
+INLINE_CHARS = 20_000
+"""Batches of up to this many characters are tokenised inline (well under a millisecond's
+worth of work per thousand characters: a thread hop would cost more)."""
 
 _ARRAYS = {"input_ids": "ids", "attention_mask": "attention_mask", "token_type_ids": "type_ids"}
 
@@ -26,12 +40,27 @@ class TextTokenizer:
             raise ValueError(f"{path}: cannot produce model inputs {unknown}")
         self.input_names = list(input_names)
         self.max_length = max_length
+        self.max_chars = max_length * MAX_CHARS_PER_TOKEN
 
     def encode(self, texts: Sequence[str]) -> list[Encoding]:
-        return self.tokenizer.encode_batch(list(texts)) if texts else []
+        return self.tokenizer.encode_batch([t[: self.max_chars] for t in texts]) if texts else []
 
     def encode_pairs(self, pairs: Sequence[tuple[str, str]]) -> list[Encoding]:
-        return self.tokenizer.encode_batch([(a, b) for a, b in pairs]) if pairs else []
+        cap = self.max_chars
+        return self.tokenizer.encode_batch([(a[:cap], b[:cap]) for a, b in pairs]) if pairs else []
+
+    async def encode_async(self, texts: Sequence[str]) -> list[Encoding]:
+        """``encode``, in a worker thread when the batch is large."""
+        if sum(min(len(t), self.max_chars) for t in texts) <= INLINE_CHARS:
+            return self.encode(texts)
+        return await asyncio.to_thread(self.encode, texts)
+
+    async def encode_pairs_async(self, pairs: Sequence[tuple[str, str]]) -> list[Encoding]:
+        """``encode_pairs``, in a worker thread when the batch is large."""
+        size = sum(min(len(a), self.max_chars) + min(len(b), self.max_chars) for a, b in pairs)
+        if size <= INLINE_CHARS:
+            return self.encode_pairs(pairs)
+        return await asyncio.to_thread(self.encode_pairs, pairs)
 
     def collate(self, encodings: Sequence[Encoding]) -> dict[str, np.ndarray]:
         width = max((len(e.ids) for e in encodings), default=0)

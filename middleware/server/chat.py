@@ -14,14 +14,14 @@ from aiohttp import web
 
 from middleware.checking import CheckRunner
 from middleware.errors import RequestError, UpstreamError
-from middleware.grounding import MemoryCheck, context_passages, request_texts
+from middleware.grounding import ContextText, MemoryCheck, context_passages, context_source, request_texts
 from middleware.interfaces import Upstream
 from middleware.metrics import ACTIVE_STREAMS, ADDED_LATENCY, REQUESTS, TIME_TO_FIRST_TOKEN, UPSTREAM_ERRORS
 from middleware.segmenter import segment_text
 from middleware.server.protocol import ChatRequest, parse_chat_request, resolve_mode
 from middleware.settings import Settings
 from middleware.stream import ChatStream, Out
-from middleware.types import CheckContext, Mode, Sentence, SentenceReport
+from middleware.types import CheckContext, Mode, Passage, Sentence, SentenceReport
 
 log = logging.getLogger(__name__)
 
@@ -85,8 +85,12 @@ async def check_context(
     if mode is Mode.OFF:
         return context
     texts = request_texts(request)
-    if sum(len(t.text) for t in texts) > INLINE_SPLIT_CHARS:  # a big document: split off the event loop
-        passages = await asyncio.to_thread(context_passages, texts)
+    size = sum(len(t.text) for t in texts)
+    if http is not None and size > (cap := http.app[SETTINGS_KEY].server.max_context_chars):
+        raise RequestError(f"request context too large: {size} characters, at most {cap} (server.max_context_chars)",
+                           param="messages", code="context_too_large")
+    if size > INLINE_SPLIT_CHARS:  # a big document: split (and index for search) off the event loop
+        passages = await asyncio.to_thread(_split_and_index, texts)
     else:  # the common case (nothing or a short system prompt): a thread hop would cost more
         passages = context_passages(texts)
     memory = None
@@ -99,6 +103,13 @@ async def check_context(
             wait_s=MEMORY_WAIT_SHARE * settings.check.sentence_budget_s,
         )
     return context.model_copy(update={"request_passages": passages, "memory": memory})
+
+
+def _split_and_index(texts: list[ContextText]) -> list[Passage]:
+    """The passages of ``texts``, with their search index built (it is cached for the checks)."""
+    passages = context_passages(texts)
+    context_source(passages)
+    return passages
 
 
 def release_context(context: CheckContext) -> None:
