@@ -75,7 +75,7 @@ async def check_all(runner: CheckRunner, rows: list[dict[str, Any]], mode: Mode)
 
 
 def _fmt(value: float | None) -> str:
-    return "-" if value is None else f"{value:.2f}"
+    return "-" if value is None else f"{value:.3f}"
 
 
 def table(metrics: dict[str, Any]) -> str:
