@@ -29,6 +29,7 @@ from middleware.checking import StreamChecks
 from middleware.errors import UpstreamError, error_body
 from middleware.interfaces import UpstreamStream
 from middleware.metrics import TIME_TO_FIRST_TOKEN, UPSTREAM_ERRORS
+from middleware.render import WireReports
 from middleware.segmenter import StreamSegmenter
 from middleware.sse import DEFAULT_MAX_EVENT_BYTES, EventCutter, EventTooLarge, SSEEvent, encode_event
 from middleware.types import CheckContext, Mode, Segment, Sentence, SentenceReport, StreamSummary
@@ -82,6 +83,7 @@ class ChatStream:
     ) -> None:
         self._upstream = upstream
         self._max_event_bytes = max_event_bytes
+        self._wire_reports = WireReports()
         self.mode = mode
         self._checks = checks
         self._context = context
@@ -97,12 +99,10 @@ class ChatStream:
             if self.mode is Mode.OFF:
                 async for out in self._run_off():
                     yield out
-            elif self.mode is Mode.ANNOTATE:
-                async for out in self._run_annotate():
-                    yield out
             else:
-                async for out in self._run_correct():
-                    yield out
+                run = self._run_annotate() if self.mode is Mode.ANNOTATE else self._run_correct()
+                async for out in run:
+                    yield self._wire(out)
         finally:
             await self._checks.cancel_all()
 
@@ -228,7 +228,7 @@ class ChatStream:
             self._mark_first_content()
             yield Out(payload=self._content_chunk(text))
         if report is not None:
-            yield Out(payload=self._factcheck_chunk({"type": "sentence", "report": report.model_dump(mode="json")}))
+            yield Out(payload=self._factcheck_chunk({"type": "sentence", "report": report}))
 
     # ------------------------------------------------------------------ helpers
     def _submit(self, segments: list[Segment], queue: asyncio.Queue[Out | None]) -> None:
@@ -245,7 +245,7 @@ class ChatStream:
             return
         report = task.result()
         self.state.reports.append(report)
-        queue.put_nowait(Out(payload=self._factcheck_chunk({"type": "sentence", "report": report.model_dump(mode="json")})))
+        queue.put_nowait(Out(payload=self._factcheck_chunk({"type": "sentence", "report": report})))
 
     def _enqueue_segments(self, segments: list[Segment], queue: asyncio.Queue[_Pending | None]) -> None:
         for segment in segments:
@@ -283,8 +283,19 @@ class ChatStream:
         if self.state.upstream_done_at is not None:
             added = (time.perf_counter() - self.state.upstream_done_at) * 1000.0
         summary = summary.model_copy(update={"added_latency_ms": added})
-        payload = self._factcheck_chunk({"type": "summary", "summary": summary.model_dump(mode="json")})
+        payload = self._factcheck_chunk({"type": "summary", "summary": summary})
         return [Out(payload=payload), Out(raw=done_event or DONE_EVENT)]
+
+    def _wire(self, out: Out) -> Out:
+        """Reports and the summary are serialised as they leave, in the order the client gets
+        them (see ``WireReports``: each evidence text once per stream)."""
+        factcheck = out.payload.get("factcheck") if isinstance(out.payload, dict) else None
+        if isinstance(factcheck, dict):
+            if isinstance(report := factcheck.get("report"), SentenceReport):
+                factcheck["report"] = self._wire_reports.report(report)
+            elif isinstance(summary := factcheck.get("summary"), StreamSummary):
+                factcheck["summary"] = self._wire_reports.summary(summary)
+        return out
 
     def _parse(self, event: SSEEvent) -> dict[str, Any] | None:
         """The event's JSON object, or None (no data, [DONE], or not JSON: passed through)."""

@@ -19,7 +19,7 @@ from adapters.demo_upstream import tokenize
 from middleware.server.chat import RUNNER_KEY
 from middleware.server.commands import start_site
 from middleware.sse import SSEEvent, SSEParser
-from middleware.types import Mode, SentenceReport, StreamSummary
+from middleware.types import CheckContext, Mode, Passage, Sentence, SentenceReport, StreamSummary
 from tests.doubles import ScriptedChecker, TokenizingChecker
 
 TEXT = "The Eiffel Tower is in Paris. It was completed in 1889. Marie Curie was born in Warsaw in 1867."
@@ -363,3 +363,68 @@ def test_tokenizer_cost_is_bounded_whatever_the_text_length():
     assert time.perf_counter() - t0 < 0.2
     [short] = tokenizer.encode(["word " * 300])
     assert long.ids == short.ids and len(long.ids) == 256  # the same truncated tokens
+
+
+# --- 8 and 9: reports reference evidence by id; sources by name ----------------------------------
+
+
+class EvidenceChecker(ScriptedChecker):
+    """Reports every sentence attributable to the request's first five context passages and
+    to one local-index passage (whose source is a server path, as the index stores it)."""
+
+    INDEX = Passage(id="ix-1", text="Paris is the capital of France.", provider="index",
+                    source="/srv/factcheck/corpus/geo/france.md#L4")
+
+    async def check(self, sentence: Sentence, context: CheckContext) -> SentenceReport:
+        report = await super().check(sentence, context)
+        return report.model_copy(update={"evidence": [*context.request_passages[:5], self.INDEX]})
+
+    async def summarize(self, reports: list[SentenceReport], mode: Mode) -> StreamSummary:
+        evidence = [p for r in reports for p in r.evidence][:5]
+        return StreamSummary(sentences=len(reports), verdicts={}, attribution_report=evidence, mode=mode)
+
+
+def big_context() -> str:
+    """About 100 KB in 20 sentences."""
+    return " ".join(f"Fact {i} says that " + "lorem ipsum dolor sit amet " * 185 + "ends here." for i in range(20))
+
+
+@pytest.mark.parametrize("mode", ["annotate", "correct"])
+async def test_response_size_is_bounded_by_the_request_size(make_proxy, mode):
+    proxy = await make_proxy(EvidenceChecker())
+    answer = " ".join(f"Sentence {i} is about Paris." for i in range(10))
+    body = chat_body(answer, mode=mode)
+    body["factcheck"]["context"] = [big_context()]
+    raw = json.dumps(body).encode()
+    parser, size, events = SSEParser(), 0, []
+    async with aiohttp.ClientSession() as s:
+        async with s.post(f"{proxy.url}/chat/completions", data=raw, headers={"Content-Type": "application/json"}) as r:
+            async for chunk in r.content.iter_any():
+                size += len(chunk)
+                events += parser.feed(chunk)
+    reports = reports_of(events)
+    assert len(reports) == 10 and events[-1].is_done
+    assert size < 1.5 * len(raw), (size, len(raw))  # was 10 x: each report repeated five 20 KB passages
+    texts: dict[tuple[str, str], str] = {}
+    summary = chunks_of(events)[-1]["factcheck"]["summary"]
+    for passage in [p for r in reports for p in r["evidence"]] + summary["attribution_report"]:
+        key = (passage["provider"], passage["id"])
+        if "text" in passage:
+            assert key not in texts  # each text once
+            texts[key] = passage["text"]
+        else:
+            assert key in texts  # a reference to a passage already received
+    assert len(texts) == 6 and all(texts.values())
+
+
+async def test_non_stream_reports_reference_evidence_by_id_and_show_no_server_paths(make_proxy):
+    proxy = await make_proxy(EvidenceChecker())
+    body = chat_body(" ".join(f"Sentence {i} is about Paris." for i in range(4)), stream=False)
+    body["factcheck"]["context"] = ["Paris is in France. It is large. It has a tower. It has a river."]
+    status, payload, _ = await post_json(proxy.url, body)
+    assert status == 200
+    reports = payload["factcheck"]["reports"]
+    evidence = [p for r in reports for p in r["evidence"]]
+    assert sum("text" in p for p in evidence) == 2 and len(evidence) == 8
+    assert "/srv/" not in json.dumps(payload)
+    assert {p["source"] for p in evidence} == {"factcheck.context[0]", "france.md#L4"}

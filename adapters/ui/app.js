@@ -142,6 +142,7 @@ function startAnswer(question, mode) {
     text: "",
     lastContentStart: 0,
     sentences: new Map(), // index -> {report, start, end} in the text as shown
+    passages: new Map(), // provider + id -> text: a passage's text comes once per answer
     summary: null,
     done: false,
   };
@@ -194,10 +195,21 @@ function onMessage(message) {
   scheduleRender();
 }
 
+// The proxy sends each evidence passage's text the first time the answer uses it; later
+// uses carry the same provider and id without the text.
+function withTexts(answer, passages) {
+  for (const passage of passages || []) {
+    const key = `${passage.provider}\u0000${passage.id}`;
+    if (typeof passage.text === "string") answer.passages.set(key, passage.text);
+    else passage.text = answer.passages.get(key) || "";
+  }
+}
+
 function onFactcheck(factcheck) {
   const answer = ui.answer;
   if (factcheck.type === "sentence" && factcheck.report) {
     const report = factcheck.report;
+    withTexts(answer, report.evidence);
     // In correct mode a sentence's (possibly corrected) text is the chunk just before its
     // report; otherwise the report's offsets are offsets in the text as streamed.
     const span = answer.mode === "correct"
@@ -206,6 +218,7 @@ function onFactcheck(factcheck) {
     answer.sentences.set(report.index, { report, ...span });
     addReportRow(report);
   } else if (factcheck.type === "summary") {
+    withTexts(answer, factcheck.summary.attribution_report);
     answer.summary = factcheck.summary;
     renderSummary(factcheck.summary);
   }

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import time
 from collections.abc import AsyncIterator
@@ -17,9 +16,11 @@ from middleware.errors import RequestError, UpstreamError
 from middleware.grounding import ContextText, MemoryCheck, context_passages, context_source, request_texts
 from middleware.interfaces import Upstream
 from middleware.metrics import ACTIVE_STREAMS, ADDED_LATENCY, REQUESTS, TIME_TO_FIRST_TOKEN, UPSTREAM_ERRORS
+from middleware.render import WireReports
 from middleware.segmenter import segment_text
 from middleware.server.protocol import ChatRequest, parse_chat_request, resolve_mode
 from middleware.settings import Settings
+from middleware.sse import dumps
 from middleware.stream import ChatStream, Out
 from middleware.types import CheckContext, Mode, Passage, Sentence, SentenceReport
 
@@ -66,7 +67,7 @@ def upstream_headers(request: web.Request) -> dict[str, str]:
 
 
 def _json(data: Any, status: int = 200) -> web.Response:
-    return web.json_response(data, status=status, dumps=lambda d: json.dumps(d, ensure_ascii=False))
+    return web.json_response(data, status=status, dumps=dumps)
 
 
 MEMORY_WAIT_SHARE = 0.5
@@ -213,9 +214,10 @@ async def _complete_checked(
     summary = await runner.summarize(reports, mode)
     if mode is Mode.CORRECT:
         completion["choices"][0]["message"]["content"] = apply_corrections(content, reports)
+    wire = WireReports()
     completion["factcheck"] = {
-        "reports": [r.model_dump(mode="json") for r in reports],
-        "summary": summary.model_dump(mode="json"),
+        "reports": [wire.report(r) for r in sorted(reports, key=lambda r: r.index)],
+        "summary": wire.summary(summary),
     }
     ADDED_LATENCY.labels(mode=mode.value).observe(time.perf_counter() - upstream_done)
     return _json(completion)
