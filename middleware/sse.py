@@ -51,11 +51,12 @@ class SSEParser:
         self._buf = bytearray()
         self._scan_from = 0
         self._max = max_event_bytes
+        self._too_large = False
 
     def feed(self, chunk: bytes) -> list[SSEEvent]:
         """The events ``chunk`` completes. Raises ``EventTooLarge`` once an unfinished event
         is past the limit (after the events completed before it have been returned)."""
-        if len(self._buf) > self._max:
+        if self._too_large:
             raise EventTooLarge(self._max)
         self._buf += chunk
         events: list[SSEEvent] = []
@@ -63,11 +64,15 @@ class SSEParser:
             end = self._find_event_end()
             if end < 0:
                 break
+            if end > self._max:  # a whole event, but too large: refused like an unfinished one
+                self._too_large = True
+                break
             raw = bytes(self._buf[:end])
             del self._buf[:end]
             self._scan_from = 0
             events.append(_parse_event(raw))
-        if len(self._buf) > self._max and not events:
+        self._too_large = self._too_large or len(self._buf) > self._max
+        if self._too_large and not events:
             raise EventTooLarge(self._max)
         return events
 
@@ -109,7 +114,7 @@ class EventCutter:
         """The bytes to send now: everything up to the last complete event's end."""
         data = self._held + chunk if self._held else chunk
         end = max(_last_event_end(data), 0)
-        if len(data) - end > self._max:
+        if len(data) - end > self._max or (end > self._max and _largest_event(data[:end]) > self._max):
             raise EventTooLarge(self._max)
         self._held = data[end:]
         return data[:end]  # the whole chunk (the common case) is not copied
@@ -118,6 +123,16 @@ class EventCutter:
         """End of stream: what is held (an unterminated last event) goes out as it came."""
         held, self._held = self._held, b""
         return held
+
+
+def _largest_event(data: bytes) -> int:
+    """Size of the largest event in ``data`` (whole events only). Only called when a read
+    holds more than the size limit, so its scan costs nothing in the common case."""
+    largest, start = 0, 0
+    for match in _BLANK_LINE.finditer(data):
+        largest = max(largest, match.end() - start)
+        start = match.end()
+    return largest
 
 
 def _last_event_end(data: bytes) -> int:

@@ -159,10 +159,16 @@ def test_byte_pipe_waits_for_the_lf_after_a_trailing_cr():
 
 
 def test_byte_pipe_refuses_an_oversized_event_and_sends_none_of_it():
-    cutter = EventCutter(max_event_bytes=8)
+    cutter = EventCutter(max_event_bytes=16)
     assert cutter.feed(b"data: 1\n\ndata: 1") == b"data: 1\n\n"
-    with pytest.raises(EventTooLarge, match="larger than 8 bytes"):
-        cutter.feed(b"2345")
+    with pytest.raises(EventTooLarge, match="larger than 16 bytes"):
+        cutter.feed(b"2345678901")  # unfinished and past the limit
+    with pytest.raises(EventTooLarge):  # finished in one read, but past the limit
+        EventCutter(max_event_bytes=16).feed(b"data: 1\n\ndata: 12345678901234\n\n")
+    with pytest.raises(EventTooLarge):
+        parser = SSEParser(max_event_bytes=16)
+        assert [e.data for e in parser.feed(b"data: 1\n\ndata: 12345678901234\n\n")] == ["1"]  # the events before it
+        parser.feed(b"")
 
 
 # --- request schema --------------------------------------------------------------------------
