@@ -55,6 +55,11 @@ def _schemas() -> dict[str, Any]:
         defs.update(schema.pop("$defs", {}))
         out[model.__name__] = schema
     out.update(defs)
+    passage = out["Passage"]  # on the wire a passage's text comes once per response (render.WireReports)
+    passage["required"] = [name for name in passage["required"] if name != "text"]
+    passage["properties"]["text"]["description"] = (
+        "the passage's text; absent when this response already sent the passage with the same provider and id"
+    )
     return out
 
 

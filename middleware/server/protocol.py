@@ -31,10 +31,22 @@ class FactcheckOptions(BaseModel):
     memory_check: StrictBool = False
 
 
+_CONTENT_PART = {
+    "type": "object",
+    "required": ["type"],
+    "properties": {"type": {"type": "string"}},
+    "if": {"properties": {"type": {"const": "text"}}},
+    "then": {"required": ["text"], "properties": {"text": {"type": "string"}}},
+}
+
+
 class Message(BaseModel):
     model_config = ConfigDict(extra="allow")
     role: str
-    content: str | list[Any] | None = None
+    content: str | list[Any] | None = Field(
+        default=None,
+        json_schema_extra={"anyOf": [{"type": "string"}, {"type": "array", "items": _CONTENT_PART}, {"type": "null"}]},
+    )
 
     @field_validator("content")
     @classmethod
@@ -170,7 +182,7 @@ def resolve_mode(request: ChatRequest, header: str | None, default: Mode) -> Mod
     """Body field wins over the ``X-Factcheck-Mode`` header, which wins over the default."""
     if request.factcheck is not None and request.factcheck.mode is not None:
         return request.factcheck.mode
-    if header:
+    if header is not None:  # present but empty is no mode either
         try:
             return Mode(header.strip().lower())
         except ValueError as exc:
