@@ -3,6 +3,7 @@ int8 keeping the argmax, the served wrappers, and the resolver's cache."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import random
 from pathlib import Path
@@ -231,6 +232,21 @@ def test_int8_embeddings_stay_close(exports: dict[str, Path]) -> None:
     # nearest neighbours (argmax of similarity to the other texts) mostly survive quantisation
     sim32, sim8 = fp32 @ fp32.T - 2 * np.eye(100), int8 @ int8.T - 2 * np.eye(100)
     assert (sim32.argmax(1) == sim8.argmax(1)).mean() >= 0.95
+
+
+@pytest.mark.parametrize("precision", ["int8", "fp32"])
+async def test_a_pair_scores_the_same_alone_and_in_any_batch(exports: dict[str, Path], precision: str) -> None:
+    """Dynamic int8 scales activations per input tensor: batched with other users' pairs (of
+    other lengths, so with padding) a pair must still get the probabilities it gets alone."""
+    scorer = OnnxPairScorer(exports[f"nli-{precision}"], RuntimeSettings(provider="cpu"), "nli")
+    pairs = random_pairs(40, seed=11)
+    alone = np.stack([scorer.score_sync([pair], 1)[0] for pair in pairs[:8]])
+    in_batches = scorer.score_sync(pairs[:8] + pairs[8:], 16)[:8]
+    through_batcher = (await asyncio.gather(*(scorer.score([p]) for p in pairs)))[:8]
+    assert np.abs(alone - in_batches).max() <= 1e-4
+    assert np.abs(alone - np.concatenate(through_batcher)).max() <= 1e-4
+    assert scorer.per_sequence == (precision == "int8")
+    await scorer.aclose()
 
 
 # ------------------------------------------------------------------ seq2seq

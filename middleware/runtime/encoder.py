@@ -33,6 +33,12 @@ class BatchedEncoder:
         )
         self.session: OnnxSession = get_session(self.directory / self.manifest.graphs["model"], settings)
         self.name = name or f"{self.task}:{self.directory.name}"
+        # Dynamically quantised int8 graphs compute one activation scale over the whole input
+        # tensor, so a sequence's scores would depend on what else (and how much padding) shares
+        # its batch: one user's traffic would move another's verdict. Such graphs run one
+        # sequence per inference. On 2 CPU threads this costs nothing (the int8 verifier
+        # scores ~200 pairs/s alone or in batches of 32: padding eats what batching saves).
+        self.per_sequence = "model" in self.manifest.quantized_graphs and self.manifest.quantization == "int8"
         self.sync_batch_size = settings.sync_batch_size
         self.batcher: MicroBatcher[Encoding, np.ndarray] = MicroBatcher(
             self._rows, settings.max_batch, settings.max_wait_ms, name=self.name, size_of=_length
@@ -46,6 +52,8 @@ class BatchedEncoder:
         raise NotImplementedError
 
     def _forward(self, encodings: Sequence[Encoding]) -> np.ndarray:
+        if self.per_sequence and len(encodings) > 1:
+            return np.concatenate([self._forward([encoding]) for encoding in encodings])
         feeds = self.tokenizer.collate(encodings)
         return self._postprocess(self.session.run(feeds)[0])
 
