@@ -40,6 +40,12 @@ class Decision(BaseModel):
     target_precision: float = Field(description="precision of 'supported' on dev at precise_entailment")
     calibrated_on: str = Field(description="the dev data the thresholds were chosen on")
     dev_metrics: dict[str, float] = Field(default_factory=dict, description="balanced accuracy, AUC ... on dev")
+    hybrid_strong_entailment: float | None = Field(
+        None, description="hybrid verifier: P(entailment) that outweighs an entity or relation mismatch"
+    )
+    hybrid_nli_only_contradiction: float | None = Field(
+        None, description="hybrid verifier: P(contradiction) an unlocalised NLI contradiction needs"
+    )
 
 
 class Manifest(BaseModel):

@@ -16,6 +16,7 @@ Paths = Annotated[list[Path], typer.Option(help="repeatable")]
 def register(app: typer.Typer) -> None:
     app.command("train-verifier")(train_verifier)
     app.command("eval-verifier")(eval_verifier)
+    app.command("calibrate-verifier")(calibrate_verifier)
 
 
 def _resolve_base(base: str) -> str:
@@ -199,20 +200,11 @@ def eval_verifier(
     """Evaluate an exported verifier: 3-way accuracy on the held-out dev split, balanced
     accuracy (attributable vs not) on WiCE and FEVER-Symmetric, CPU latency per pair."""
     from middleware.training import evaluation as ev
-    from middleware.training.data import find_pair_files, read_pairs, split_dev
 
     scorer = ev.OnnxNli(model, threads)
-    meta_file = model / "train_meta.json"
-    meta = json.loads(meta_file.read_text()) if meta_file.is_file() else {}
     results: dict = {"model": str(model), "max_length": scorer.manifest.max_length}
-    dev_pairs = []
-    if data:
-        pairs = [p for f in find_pair_files(data) for p in read_pairs(f)]
-        if synthetic:
-            pairs += read_pairs(synthetic, source="synthetic")
-        seed = seed if seed is not None else meta.get("hyper_parameters", {}).get("seed", 13)
-        dev_size = dev_size or meta.get("data", {}).get("dev_size", 1500)
-        dev_pairs = split_dev(pairs, dev_size, seed)[1]
+    dev_pairs = _dev_pairs(model, data, synthetic, seed, dev_size) if data else []
+    if dev_pairs:
         results["dev"] = ev.evaluate_dev(scorer, dev_pairs)
     if fever_symmetric:
         results["fever_symmetric"] = ev.evaluate_fever_symmetric(scorer, fever_symmetric)
@@ -227,3 +219,71 @@ def eval_verifier(
     if out:
         out.write_text(text + "\n", encoding="utf-8")
     typer.echo(text)
+
+
+def _dev_pairs(model: Path, data: list[Path], synthetic: Path | None, seed: int | None, dev_size: int | None):
+    """The held-out dev split of the run that trained ``model`` (seed and size from its
+    ``train_meta.json`` unless given)."""
+    from middleware.training.data import find_pair_files, read_pairs, split_dev
+
+    meta_file = model / "train_meta.json"
+    meta = json.loads(meta_file.read_text()) if meta_file.is_file() else {}
+    pairs = [p for f in find_pair_files(data) for p in read_pairs(f)]
+    if synthetic:
+        pairs += read_pairs(synthetic, source="synthetic")
+    seed = seed if seed is not None else meta.get("hyper_parameters", {}).get("seed", 13)
+    dev_size = dev_size or meta.get("data", {}).get("dev_size", 1500)
+    return split_dev(pairs, dev_size, seed)[1]
+
+
+def calibrate_verifier(
+    model: Annotated[Path, typer.Option(help="exported NLI model directory")] = Path("onnx_models/verifier"),
+    data: Annotated[list[Path], typer.Option("--data", help="pairs.jsonl sources of the run (dev split)")] = [],
+    synthetic: Annotated[Path | None, typer.Option(help="the run's synthetic.jsonl (same dev split)")] = None,
+    seed: Annotated[int | None, typer.Option(help="dev split seed (default: from train_meta.json)")] = None,
+    dev_size: Annotated[int | None, typer.Option(help="dev split size (default: from train_meta.json)")] = None,
+    target_precision: Annotated[
+        float, typer.Option(help="precision of 'supported' on dev that an applied edit needs")
+    ] = 0.9,
+    hybrid_pairs: Annotated[int, typer.Option(help="dev pairs the hybrid cut-offs are tuned on (0: skip)")] = 1500,
+    write: Annotated[bool, typer.Option(help="store the thresholds in the model's manifest")] = True,
+    threads: int = 2,
+) -> None:
+    """Choose the verifier's decision thresholds on the held-out dev split of its training run
+    (never a test set) and store them in its manifest (``decision``)."""
+    from middleware.revise.factory import build_eval_verifier
+    from middleware.settings import load_settings
+    from middleware.training import evaluation as ev
+    from middleware.training.calibration import calibrate_nli, tune_hybrid
+    from onnx_models.manifest import Decision, read_manifest
+
+    if not data:
+        raise typer.BadParameter("give the run's --data (its dev split is rebuilt from them)")
+    dev = _dev_pairs(model, data, synthetic, seed, dev_size)
+    probs = ev.OnnxNli(model, threads).probs([(p.premise, p.hypothesis) for p in dev])
+    calibration = calibrate_nli(dev, probs, target_precision)
+    metrics = dict(calibration.metrics)
+    hybrid_cuts: dict[str, float] = {}
+    if hybrid_pairs:
+        settings = load_settings()
+        runtime = settings.runtime.model_copy(update={"nli_model": str(model), "intra_op_threads": threads})
+        hybrid = build_eval_verifier(settings.model_copy(update={"runtime": runtime}), "hybrid")
+        hybrid.nli.entail_threshold = calibration.entailment
+        hybrid.nli.contradiction_threshold = calibration.contradiction
+        tuned = tune_hybrid(dev, hybrid, hybrid_pairs)
+        metrics |= {k: v for k, v in tuned.items() if not k.startswith("hybrid_") or "accuracy" in k or "pairs" in k}
+        hybrid_cuts = {k: tuned[k] for k in ("hybrid_strong_entailment", "hybrid_nli_only_contradiction")}
+    decision = Decision(
+        entailment=calibration.entailment,
+        contradiction=calibration.contradiction,
+        precise_entailment=calibration.precise_entailment,
+        target_precision=target_precision,
+        calibrated_on=f"held-out dev split of the training run ({len(dev)} pairs of {', '.join(str(d) for d in data)})",
+        dev_metrics=metrics,
+        **hybrid_cuts,
+    )
+    if write:
+        manifest = read_manifest(model)
+        manifest.decision = decision
+        manifest.write(model)
+    typer.echo(decision.model_dump_json(indent=2))

@@ -39,13 +39,21 @@ class HybridVerifier:
         nli: NLIVerifier,
         slots: SlotsVerifier,
         *,
-        strong_entailment: float = 0.9,
-        nli_only_contradiction: float = 0.9,
+        strong_entailment: float | None = None,
+        nli_only_contradiction: float | None = None,
     ) -> None:
         self.nli = nli
         self.slots = slots
-        self.strong_entailment = strong_entailment
-        self.nli_only_contradiction = nli_only_contradiction
+        # given, else tuned with this NLI model on dev data (its manifest), else 0.9
+        decision = getattr(nli, "decision", None)
+        self.strong_entailment = next(
+            v for v in (strong_entailment, getattr(decision, "hybrid_strong_entailment", None), 0.9) if v is not None
+        )
+        self.nli_only_contradiction = next(
+            v
+            for v in (nli_only_contradiction, getattr(decision, "hybrid_nli_only_contradiction", None), 0.9)
+            if v is not None
+        )
 
     async def verify(
         self, claim: str, evidence: list[Passage], context: str | None = None

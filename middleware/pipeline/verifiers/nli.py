@@ -99,6 +99,7 @@ class NLIVerifier:
         )
         self.max_windows = max_windows
         decision = getattr(manifest, "decision", None)
+        self.decision = decision  # calibrated thresholds of the model, or None
         # thresholds: given, else calibrated on dev data (the model's manifest), else 0.5 / 0.7
         self.entail_threshold = _first(entail_threshold, getattr(decision, "entailment", None), 0.5)
         self.contradiction_threshold = _first(contradiction_threshold, getattr(decision, "contradiction", None), 0.7)
