@@ -185,6 +185,11 @@ class PipelineSettings(BaseModel):
     edit_max_context_contradiction: float = Field(
         0.5, description="correct mode: an edit the earlier answer contradicts at this P(contradiction) is not applied"
     )
+    edit_wording: bool = Field(
+        False,
+        description="correct mode: also apply edits of words that are no number, date or name (a verb, a negation) "
+        "when the gate accepts them; off: such sentences are flagged, not rewritten",
+    )
 
 
 class Settings(BaseSettings):

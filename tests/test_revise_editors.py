@@ -47,8 +47,21 @@ FIXES = [
         "The Treaty of Versailles was signed on 28 June 1919 by Germany and the Allied Powers.",
         "The Treaty of Versailles was signed by Germany and the Allied Powers.",
     ),
-    ("Marie Curie was not born in Warsaw.", "Marie Curie was born in Warsaw in 1867.", "Marie Curie was born in Warsaw."),
 ]
+
+
+async def test_wording_edits_are_flagged_unless_enabled(verifier) -> None:
+    """A negation or a verb is no value swap: flagged by default, fixed with pipeline.edit_wording."""
+    sentence, fixed = "Marie Curie was not born in Warsaw.", "Marie Curie was born in Warsaw."
+    passages = passages_from_texts(["Marie Curie was born in Warsaw in 1867."])
+    verdict = await verifier.verify(sentence, passages)
+    flagged = await build_editor(load_settings(), verifier, backend="slots").edit(sentence, verdict, passages)
+    assert not flagged.changed and flagged.revision is not None and flagged.revision.status == "flagged"
+    assert "wording" in flagged.revision.reason and flagged.revision.suggested == fixed
+    settings = load_settings()
+    settings.pipeline.edit_wording = True
+    result = await build_editor(settings, verifier, backend="slots").edit(sentence, verdict, passages)
+    assert result.text == fixed and result.revision is not None and result.revision.status == "applied"
 
 
 @pytest.mark.parametrize(("sentence", "evidence", "fixed"), FIXES)

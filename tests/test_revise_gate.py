@@ -112,3 +112,39 @@ def test_a_pronoun_sentence_takes_the_sentence_before_it() -> None:
         "Marie Curie was a physicist and chemist."
     )
     assert evidence_premise(CHEMISTRY, None) == CHEMISTRY
+
+
+def _swap(sentence: str, old: str, new: str) -> EditResult:
+    start = sentence.index(old)
+    edit = Edit(start=start, end=start + len(old), original=old, replacement=new, tag="entity", evidence="e")
+    return EditResult(original=sentence, text=sentence[:start] + new + sentence[start + len(old) :], edits=[edit])
+
+
+FORM_CASES = [  # sentence, old, new, evidence sentence, expected problem (substring) or None
+    ("Sputnik 1 was launched in 1958.", "1958", "1957", "Sputnik 1 was launched on 4 October 1957.", None),
+    ("Hubble was launched aboard Atlantis.", "Atlantis", "Discovery", "Hubble was launched aboard Discovery.", None),
+    ("Beethoven's Ninth was first performed on 7 May 1834.", "7 May 1834", "late twenties",
+     "His hearing declined from his late twenties; the Ninth was first performed on 7 May 1824.", "figure"),
+    ("Tiger Woods's fourth Masters title came in 2019.", "Tiger Woods's fourth", "His fifth",
+     "His fifth Masters title came in 2019.", "pronoun"),
+    ("In 1888 Nikola Tesla licensed George Westinghouse's patents.", "Nikola Tesla", "George Westinghouse",
+     "In 1888 George Westinghouse licensed his patents.", "twice"),
+    ("Insulin was discovered by John Macleod and Charles Best.", "John Macleod", "Frederick Banting",
+     "Insulin was discovered by Frederick Banting and Charles Best, in the laboratory of John Macleod.", "role"),
+    ("The cathedral was built for Tsar Peter the Great.", "Peter", "Ivan IV",
+     "The cathedral was built for Tsar Ivan IV, known as Ivan the Terrible.", "does not name"),
+    ("Gagarin completed two orbits of the Earth.", "two", "one", "Gagarin completed one orbit of the Earth.",
+     "plural"),
+    ("Tiger Woods lost the 1997 Masters.", "lost", "won", "Tiger Woods won the 1997 Masters.", "wording"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("sentence", "old", "new", "evidence", "problem"), FORM_CASES)
+def test_only_well_formed_value_swaps_pass(sentence: str, old: str, new: str, evidence: str, problem) -> None:
+    from middleware.revise.gate import form_problem
+
+    found = form_problem(_swap(sentence, old, new), evidence)
+    if problem is None:
+        assert found is None
+    else:
+        assert found is not None and problem in found, found

@@ -46,10 +46,12 @@ def test_generated_dev_set_is_well_formed() -> None:
 # an edit must come from one evidence sentence that states every slot of the edited sentence):
 #   hand-written 46: F1_AP 0.718, exact 0.435, edited 0.46, good 0.95 of edited, bad/huge/unnecessary 0
 #     (before the gate: exact 0.565, edited 0.61, good 0.71 of edited: fewer edits, far fewer wrong ones)
-#   generated 1/3 (100): F1_AP 0.89, exact 0.77, good 0.92 of edited, bad/huge/unnecessary 0
+#   generated 1/3 (100): F1_AP 0.82, exact 0.68, good 0.90 of edited, bad/huge/unnecessary 0
+#     (before the gate: F1_AP 0.90, exact 0.80; most of the difference is negations and antonyms,
+#     which the gate flags instead of rewriting unless pipeline.edit_wording is on)
 CASES = {
-    "edit_dev.jsonl": (1, {"f1_ap": 0.68, "exact_fix": 0.40, "good": 0.88}),
-    "edit_dev_generated.jsonl": (3, {"f1_ap": 0.84, "exact_fix": 0.70, "good": 0.82}),
+    "edit_dev.jsonl": (1, {"f1_ap": 0.66, "exact_fix": 0.38, "good": 0.88}),
+    "edit_dev_generated.jsonl": (3, {"f1_ap": 0.78, "exact_fix": 0.64, "good": 0.85}),
 }
 
 

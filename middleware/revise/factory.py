@@ -66,7 +66,11 @@ def build_gate(settings: Settings, verifier: Verifier) -> EditGate:
     minimum = settings.pipeline.edit_min_entailment
     if minimum is None:
         minimum = nli.precise_entailment if nli is not None else 0.5
-    policy = GatePolicy(min_entailment=minimum, max_context_contradiction=settings.pipeline.edit_max_context_contradiction)
+    policy = GatePolicy(
+        min_entailment=minimum,
+        max_context_contradiction=settings.pipeline.edit_max_context_contradiction,
+        wording=settings.pipeline.edit_wording,
+    )
     return EditGate(verifier, nli, policy)
 
 

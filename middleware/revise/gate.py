@@ -4,7 +4,12 @@ written (flagged, with the reason).
 
 An editor's revision is applied only if
 
-1. every change names one and the same evidence sentence (its slots all come from it);
+1. every change names one and the same evidence sentence (its slots all come from it), and
+   each change is a well-formed value swap (``form_problem``): a number, date or name for
+   one of its kind (other wording only with ``GatePolicy.wording``), no name dropped for a
+   pronoun, no name the sentence already has elsewhere, no name the evidence sentence also
+   names (that is a swapped role, not a wrong name), the resulting name as the evidence
+   writes it, and no 'one' before a plural noun;
 2. that sentence (with the sentence before it in its passage when it opens with a pronoun)
    contradicts the original sentence: the pipeline's verifier on that sentence alone finds
    a contradiction, or every change puts the sentence's own number, date or name in place
@@ -28,7 +33,7 @@ from middleware.pipeline.slots import analyse, slots_agree
 from middleware.pipeline.verifiers.base import DetailedVerdict, Verifier
 from middleware.pipeline.verifiers.nli import NLIVerifier
 from middleware.revise.base import EditResult
-from middleware.types import NLI_LABELS, Passage, Revision, Verdict
+from middleware.types import NLI_LABELS, Edit, Passage, Revision, Verdict
 
 _ENTAIL = NLI_LABELS.index("attributable")
 _CONTRADICT = NLI_LABELS.index("contradictory")
@@ -39,6 +44,7 @@ _OPENS_WITH_PRONOUN = re.compile(r"^\W*(it|its|he|his|she|her|they|their|this|th
 class GatePolicy:
     min_entailment: float = 0.5
     max_context_contradiction: float = 0.5
+    wording: bool = False  # also apply edits of words that are no number, date or name (verbs, negation)
 
 
 class EditGate:
@@ -59,6 +65,9 @@ class EditGate:
             return self._flag(result, "the edits do not come from one evidence sentence")
         grounding = next(iter(sentences))
         assert grounding is not None
+        if (problem := form_problem(result, grounding, self.policy.wording)) is not None:
+            return Revision(status="flagged", reason=problem, suggested=result.text, evidence_id=result.evidence_id,
+                            evidence_sentence=grounding)  # fmt: skip
         passage = _passage_of(result, evidence)
         premise = evidence_premise(grounding, passage.text if passage is not None else None)
         single = [Passage(id=passage.id if passage else "evidence", text=premise, provider="gate", source="gate")]
@@ -150,3 +159,79 @@ def evidence_premise(sentence: str, passage: str | None) -> str:
         return sentence
     previous = [passage[s:e] for s, e in split_sentences(passage[:at]) if passage[s:e].strip()]
     return f"{previous[-1].strip()} {sentence}" if previous else sentence
+
+
+_NAME_WORD = re.compile(r"[A-Z0-9][\w'’.-]*")
+_NAME_LINKS = frozenset({"the", "of", "de", "von", "van", "da", "del", "la", "le", "du"})
+_PRONOUN_WORDS = frozenset({"he", "she", "it", "they", "his", "her", "its", "their", "him", "them"})
+_SINGULAR = frozenset({"one", "1", "a", "an", "single"})
+
+
+def form_problem(result: EditResult, evidence_sentence: str, wording: bool = False) -> str | None:
+    """Why the changes of ``result`` are not well-formed value swaps, or None."""
+    for edit in result.edits:
+        if (problem := _edit_problem(result.original, result.text, edit, evidence_sentence, wording)) is not None:
+            return problem
+    return None
+
+
+def _edit_problem(original: str, edited: str, edit: Edit, evidence: str, wording: bool) -> str | None:
+    old, new = edit.original, edit.replacement
+    old_slots, new_slots = analyse(old).slots if old.strip() else (), analyse(new).slots if new.strip() else ()
+    if not old_slots and not wording:
+        return f"'{old}' -> '{new}' changes wording, not a number, date or name: flagged, not rewritten"
+    if _words(new) & _PRONOUN_WORDS - _words(old):
+        return f"'{old}' -> '{new}' would put a pronoun in place of a name"
+    if re.search(r"\d", old) and not re.search(r"\d", new):
+        return f"'{old}' -> '{new}' would put words in place of a figure"
+    if new[:1].isupper() or any(s.kind == "entity" for s in new_slots):
+        rest = original[: edit.start] + " " + original[edit.end :]
+        if new.strip() and new.strip().lower() in rest.lower():
+            return f"the sentence already names '{new.strip()}': swapping it in would name it twice"
+        surname = old.strip().split()[-1] if old.strip() else ""
+        if old_slots[:1] and old_slots[0].kind == "entity" and re.search(rf"\b{re.escape(surname)}\b", evidence):
+            return f"the evidence names '{old.strip()}' too: a swapped role, not a wrong name"
+        run = _name_run(edited, edited.find(new) if new in edited else -1, len(new))
+        if run and run not in evidence:
+            return f"the evidence does not name '{run}'"
+    if _singular_before_plural(edited, new):
+        return f"'{new}' would stand before a plural noun"
+    return None
+
+
+def _words(text: str) -> set[str]:
+    return {w.lower() for w in re.findall(r"[\w']+", text)}
+
+
+def _name_run(text: str, start: int, length: int) -> str:
+    """The whole capitalised name around ``text[start:start + length]`` ('Ivan IV the Great')."""
+    if start < 0:
+        return ""
+    tokens = [(m.start(), m.end(), m.group()) for m in re.finditer(r"[\w'’.-]+", text)]
+    inside = [i for i, (s, e, _) in enumerate(tokens) if s < start + length and start < e]
+    if not inside:
+        return ""
+
+    def is_name(i: int) -> bool:
+        return 0 <= i < len(tokens) and bool(_NAME_WORD.fullmatch(tokens[i][2]))
+
+    def linked(i: int, step: int) -> bool:  # 'the' in 'Peter the Great'
+        return 0 <= i < len(tokens) and tokens[i][2] in _NAME_LINKS and is_name(i + step)
+
+    first, last = inside[0], inside[-1]
+    while is_name(first - 1) or linked(first - 1, -1):
+        first -= 1
+    while is_name(last + 1) or linked(last + 1, 1):
+        last += 1
+    run = text[tokens[first][0] : tokens[last][1]].rstrip(".")
+    return run if _NAME_WORD.match(run) else ""
+
+
+def _singular_before_plural(text: str, new: str) -> bool:
+    """'completing one orbits': a singular number swapped in before a plural noun."""
+    at = text.find(new)
+    if at < 0 or new.strip().lower() not in _SINGULAR:
+        return False
+    doc = analyse(text).doc
+    following = [t for t in doc if t.idx >= at + len(new)]
+    return bool(following) and following[0].tag_ in ("NNS", "NNPS")

@@ -13,7 +13,7 @@ from rapidfuzz.distance import Levenshtein
 from middleware.pipeline.verifiers.base import DetailedVerdict
 from middleware.revise.base import Editor, EditResult
 from middleware.revise.gate import EditGate
-from middleware.types import Passage, Verdict
+from middleware.types import Passage, Revision, Verdict
 
 log = logging.getLogger(__name__)
 
@@ -66,6 +66,11 @@ class GuardedEditor:
             return EditResult.unchanged(sentence, reason, self.name)
         if not evidence:
             return EditResult.unchanged(sentence, "no evidence", self.name)
+        if self.gate is not None and (reason := _swapped_roles(verdict)) is not None:
+            return replace(EditResult.unchanged(sentence, reason, self.name), revision=Revision(
+                status="flagged", reason=reason, evidence_id=verdict.evidence_id,
+                evidence_sentence=verdict.evidence_sentence,
+            ))  # fmt: skip
         result = await self.inner.edit(sentence, verdict, evidence, context)
         if result.changed and (reason := self.guard.check(sentence, result.text)) is not None:
             log.info("edit refused (%s): %r -> %r", reason, sentence, result.text)
@@ -76,3 +81,14 @@ class GuardedEditor:
         if revision.status != "applied":
             return replace(EditResult.unchanged(sentence, revision.reason, self.name), revision=revision)
         return replace(result, revision=revision)
+
+
+def _swapped_roles(verdict: DetailedVerdict | Verdict) -> str | None:
+    """Participants in each other's roles are flagged, never rewritten: swapping one name
+    back leaves the other wrong, and no single value swap fixes who did what."""
+    if not isinstance(verdict, DetailedVerdict):
+        return None
+    roles = [m for m in verdict.mismatches if m.kind == "role"]
+    if not roles:
+        return None
+    return f"the evidence gives {roles[0].text!r} another role: flagged, not rewritten"
