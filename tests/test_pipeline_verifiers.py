@@ -151,6 +151,13 @@ def test_windows_fit_the_budget() -> None:
         assert passages[w.passage_index].text[w.start : w.end] == w.text
     assert len([w for w in windows if w.passage_index == 0]) > 1
     assert all(len(w.text.split()) < 40 for w in windows)
+    # packed: each window starts at the previous one's last sentence, and together they cover the text
+    first = [w for w in build_windows(passages, budget=80) if w.passage_index == 0]
+    for previous, current in zip(first, first[1:]):
+        last_sentence = previous.text.split(". ")[-1]
+        assert current.text.startswith(last_sentence.rstrip(".")) and current.end > previous.end
+    assert first[0].start == 0 and first[-1].end == len(long_text)
+    assert len(first) <= 6  # 12 sentences, 4 per window: not one window per sentence
 
 
 @pytest.mark.parametrize(

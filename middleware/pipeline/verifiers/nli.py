@@ -48,8 +48,10 @@ class NLIAssessment:
 
 
 def build_windows(passages: Sequence[Passage], budget: int) -> list[Window]:
-    """A passage that fits is one window; a longer one gives a window starting at each
-    sentence, extended while it fits (windows contained in the previous one are skipped)."""
+    """A passage that fits is one window; a longer one is packed into windows of as many
+    whole sentences as fit the budget, each next window starting at the previous one's last
+    sentence (one sentence of overlap, so a claim that needs two neighbouring sentences
+    still finds them together). A sentence longer than the budget is a window of its own."""
     out: list[Window] = []
     for index, passage in enumerate(passages):
         text = passage.text
@@ -61,16 +63,16 @@ def build_windows(passages: Sequence[Passage], budget: int) -> list[Window]:
             out.append(Window(index, passage.id, start, end, text[start:end]))
             continue
         costs = [estimate_tokens(text[s:e]) for s, e in spans]
-        previous_last = -1
-        for first in range(len(spans)):
+        first = 0
+        while True:
             last, used = first, costs[first]
             while last + 1 < len(spans) and used + costs[last + 1] <= budget:
                 last += 1
                 used += costs[last]
-            if last > previous_last:
-                start, end = spans[first][0], spans[last][1]
-                out.append(Window(index, passage.id, start, end, text[start:end]))
-                previous_last = last
+            out.append(Window(index, passage.id, spans[first][0], spans[last][1], text[spans[first][0] : spans[last][1]]))
+            if last + 1 >= len(spans):
+                break
+            first = last if last > first else last + 1  # overlap one sentence, but always move on
     return out
 
 
