@@ -383,23 +383,32 @@ def _year_number_agree(a: Slot, b: Slot) -> bool | None:
     return date.year == int(number.raw)
 
 
-ParticipantRole = Literal["agent", "patient"]
+ParticipantRole = str
+"""'agent', 'patient', or 'from' / 'to' / 'into' / 'against' for those prepositions' objects."""
+_ROLE_PREPOSITIONS = frozenset({"from", "to", "into", "against"})
 
 
 @dataclass(frozen=True)
 class Participant:
-    """An entity taking part in a verb's event: who does it (``agent``: the active subject,
-    or the ``by`` phrase of a passive) or to whom it is done (``patient``: the direct
-    object, or the passive subject). Conjuncts share their head's role ('carrying Neil
-    Armstrong and Buzz Aldrin': both patients of 'carry')."""
+    """A named party to a verb's event: who does it (``agent``: the active subject, or the
+    ``by`` phrase of a passive), to whom it is done (``patient``: the direct object, or the
+    passive subject), or where it goes from or to (``from``, ``to`` ...). Conjuncts share
+    their head's role ('carrying Neil Armstrong and Buzz Aldrin': both patients of 'carry').
+    ``slot`` is None for a pronoun resolved to the passage's topic."""
 
     verb: str  # lemma
     role: ParticipantRole
-    slot: Slot
+    name: str
+    slot: Slot | None = None
 
 
-def participants(analysis: Analysis) -> list[Participant]:
-    """Who-did-what-to-whom of a parsed sentence: the agents and patients among its entities."""
+def participants(
+    analysis: Analysis, topic: str | None = None, pronouns: frozenset[str] = frozenset()
+) -> list[Participant]:
+    """Who-did-what-to-whom of a parsed sentence among its entities; with ``topic`` (what the
+    passage is about, e.g. its title), a subject or object pronoun of ``pronouns`` ('he',
+    'she' for a person, 'it' for a thing) stands for it (evidence sentences are
+    decontextualised this way: 'He moved to Vienna in 1792')."""
     out = []
     doc = analysis.doc
     for slot in analysis.slots:
@@ -408,13 +417,22 @@ def participants(analysis: Analysis) -> list[Participant]:
         span = doc.char_span(slot.start, slot.end, alignment_mode="expand")
         if span is None:
             continue
-        token = span.root
-        while token.dep_ == "conj" and token.head.i != token.i:
-            token = token.head
-        found = _participant_role(token)
+        found = _participant_role(_first_conjunct(span.root))
         if found is not None:
-            out.append(Participant(found[0], found[1], slot))
+            out.append(Participant(found[0], found[1], slot.text, slot))
+    if topic:
+        for token in doc:
+            if token.lower_ in pronouns and token.tag_ == "PRP":
+                found = _participant_role(_first_conjunct(token))
+                if found is not None:
+                    out.append(Participant(found[0], found[1], topic))
     return out
+
+
+def _first_conjunct(token: Token) -> Token:
+    while token.dep_ == "conj" and token.head.i != token.i:
+        token = token.head
+    return token
 
 
 def _participant_role(token: Token) -> tuple[str, ParticipantRole] | None:
@@ -425,4 +443,6 @@ def _participant_role(token: Token) -> tuple[str, ParticipantRole] | None:
         return head.head.lemma_.lower(), "agent"
     if token.dep_ in ("dobj", "nsubjpass") and head.pos_ == "VERB":
         return head.lemma_.lower(), "patient"
+    if token.dep_ == "pobj" and head.lower_ in _ROLE_PREPOSITIONS and head.head.pos_ == "VERB":
+        return head.head.lemma_.lower(), head.lower_
     return None

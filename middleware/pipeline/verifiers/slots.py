@@ -16,11 +16,12 @@ negation, a few antonym relations) with the slots of the aligned sentences.
 from __future__ import annotations
 
 import logging
+import re
 from dataclasses import dataclass
 
 from middleware.pipeline.alignment import Aligned, Aligner, split_passages
 from middleware.pipeline.lexical import stem, term_recall, terms
-from middleware.pipeline.names import mentions
+from middleware.pipeline.names import mentions, names_match
 from middleware.pipeline.slots import (
     Analysis,
     Relation,
@@ -55,7 +56,7 @@ _MARKERS = (
     " outside ", " without ", " neither ", " nor ", " none ", " nobody ", " nothing ", " incapable ", " unable ",
     " refused ", " failed ", " lack ", " exclusively ", " solely ", " always ", " every ",
 )  # fmt: skip
-_ACTORS = frozenset({"PERSON", "ORG", "NORP", "GPE", "PROPN"})
+_ACTORS = frozenset({"PERSON", "ORG", "NORP", "GPE", "LOC", "FAC", "PROPN"})
 """Entities whose role in an event can be swapped (people, organisations, nations, and
 proper nouns the small NER model left unlabelled or mislabels from one sentence to the next)."""
 _KIND_PRIORITY = {"number": 0, "quantity": 0, "date": 0, "negation": 1, "relation": 1, "role": 1, "entity": 2}
@@ -124,12 +125,19 @@ class SlotsVerifier:
         passages = [p.text for p in evidence] if evidence else None
         support = {s: ln for s in analysis.slots if (ln := _first_support(s, lines, passages)) is not None}
         unsupported = [s for s in analysis.slots if s not in support]
-        return self._contradicted(analysis, lines, support, unsupported) or self._supported(
+        topics = [_topic(p) for p in evidence] if evidence else None
+        return self._contradicted(analysis, lines, support, unsupported, passages, topics) or self._supported(
             analysis, lines, support, unsupported
         )
 
     def _contradicted(
-        self, claim: Analysis, lines: list[_Line], support: dict[Slot, _Line], unsupported: list[Slot]
+        self,
+        claim: Analysis,
+        lines: list[_Line],
+        support: dict[Slot, _Line],
+        unsupported: list[Slot],
+        passages: list[str] | None = None,
+        topics: list[_Topic] | None = None,
     ) -> DetailedVerdict | None:
         event_lines = _event_lines(claim, lines)
         found = [m for s in unsupported if (m := self._conflict(s, claim, event_lines, support)) is not None]
@@ -138,7 +146,7 @@ class SlotsVerifier:
             for m in (
                 self._negation_conflict(claim, lines),
                 self._antonym_conflict(claim, lines),
-                self._role_conflict(claim, lines),
+                self._role_conflict(claim, lines, passages, topics),
             )
             if m
         ]
@@ -241,33 +249,40 @@ class SlotsVerifier:
                 ), line  # fmt: skip
         return None
 
-    def _role_conflict(self, claim: Analysis, lines: list[_Line]) -> _Found | None:
-        """A claim participant whose role (agent or patient of a verb) the evidence gives to
-        someone else, while naming the claim's participant too: swapped roles. Someone the
-        claim already has in that role is no conflict ('X and Y discovered' vs 'X discovered
-        it with Y')."""
-        claimed = [c for c in participants(claim) if c.slot.label in _ACTORS]
+    def _role_conflict(
+        self, claim: Analysis, lines: list[_Line], passages: list[str] | None, topics: list[_Topic] | None = None
+    ) -> _Found | None:
+        """A claim participant whose role (agent, patient, from, to ... of a verb) the evidence
+        gives to someone else, while naming the claim's participant too (in that sentence, or
+        in its passage when the claim also names the evidence's holder of the role): swapped
+        roles. Evidence pronouns stand for the passage's topic. Someone the claim already has
+        in that role is no conflict ('X and Y discovered' vs 'X discovered it with Y')."""
+        claimed = [c for c in participants(claim) if c.slot is not None and c.slot.label in _ACTORS]
         for line in lines:
             if line.score < self.strong_align:
                 continue
-            stated = participants(line.analysis)
+            index = line.aligned.sentence.passage_index
+            topic, pronouns = topics[index] if topics is not None and index < len(topics) else (None, frozenset())
+            stated = participants(line.analysis, topic, pronouns)
             for c in claimed:
-                holders = [e for e in stated if e.verb == c.verb and e.role == c.role and e.slot.label in _ACTORS]
-                if not holders or any(_same_name(c.slot, e.slot) for e in holders):
+                holders = [e for e in stated if e.verb == c.verb and e.role == c.role and e.name[:1].isupper()]
+                if not holders or any(names_match(c.name, e.name) or _share_word(c.name, e.name) for e in holders):
                     continue
                 others = [
                     e for e in holders
-                    if not any(o.verb == c.verb and o.role == c.role and slots_agree(o.slot, e.slot) for o in claimed)
+                    if not any(o.verb == c.verb and o.role == c.role and _share_word(o.name, e.name) for o in claimed)
                 ]  # fmt: skip
-                named = any(slots_agree(c.slot, e) for e in line.analysis.slots) or mentions(
-                    line.analysis.text, c.slot.text
-                )
+                named = mentions(line.analysis.text, c.name) or (topic is not None and _share_word(topic, c.name))
+                if not named and passages is not None:  # a swap across sentences of one passage
+                    swapped_in = any(mentions(claim.text, o.name) for o in others)
+                    named = swapped_in and mentions(passages[index], c.name)
                 if others and named:
                     holder = others[0].slot
+                    span = line.offset(holder.start, holder.end) if holder is not None else None
+                    assert c.slot is not None
                     return Mismatch(
                         kind="role", span=(c.slot.start, c.slot.end), text=c.slot.text, replacement=None,
-                        evidence_index=line.aligned.sentence.passage_index,
-                        evidence_span=line.offset(holder.start, holder.end),
+                        evidence_index=index, evidence_span=span,
                     ), line  # fmt: skip
         return None
 
@@ -309,9 +324,27 @@ class SlotsVerifier:
         return None
 
 
-def _same_name(a: Slot, b: Slot) -> bool:
-    """The same name, or names sharing a word ('Aldrin' / 'Buzz Aldrin')."""
-    return bool(slots_agree(a, b)) or bool(set(terms(a.text)) & set(terms(b.text)))
+_Topic = tuple[str | None, frozenset[str]]
+_PERSONAL = re.compile(r"\b(he|she|his|her|him)\b", re.IGNORECASE)
+_IMPERSONAL = re.compile(r"\b(it|its)\b", re.IGNORECASE)
+
+
+def _topic(passage: Passage) -> _Topic:
+    """What a passage is about (its title, else the first name of its first sentence) and the
+    pronouns that stand for it: 'he'/'she' where the passage speaks of a person more than
+    of a thing, else 'it'."""
+    name = passage.title
+    if not name:
+        first = passage.text.split(". ", 1)[0]
+        names = [s for s in analyse(first).slots if s.kind == "entity"] if first.strip() else []
+        name = names[0].text if names else None
+    personal = len(_PERSONAL.findall(passage.text)) > len(_IMPERSONAL.findall(passage.text))
+    return name, frozenset({"he", "she"} if personal else {"it"})
+
+
+def _share_word(a: str, b: str) -> bool:
+    """Names sharing a word ('Aldrin' / 'Buzz Aldrin')."""
+    return bool(set(terms(a)) & set(terms(b)))
 
 
 def _event_lines(claim: Analysis, lines: list[_Line]) -> list[_Line]:
