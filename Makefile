@@ -16,7 +16,7 @@ $(VENV)/.installed: pyproject.toml
 ## The main job, offline: index the packaged demo corpus, run the demo LLM behind the proxy,
 ## stream answers through the checker and print them annotated.
 demo: setup
-	$(BIN)/factcheck demo
+	$(BIN)/factcheck demo --mode correct
 
 ## The proxy in front of the built-in demo LLM, on http://127.0.0.1:8000/v1
 serve-demo: setup

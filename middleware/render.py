@@ -14,6 +14,7 @@ from rich.text import Text
 
 from middleware.types import SentenceReport, StreamSummary
 
+
 class WireReports:
     """Reports and the summary as the client gets them, for one response (stream or not).
 
@@ -44,6 +45,30 @@ class WireReports:
                 del passage["text"]
             else:
                 self._sent[key] = passage["text"]
+
+
+class ReceivedReports:
+    """The client side of ``WireReports``: puts back the text of a passage sent earlier in the
+    same response, so each report validates as a whole ``SentenceReport`` again."""
+
+    def __init__(self) -> None:
+        self._texts: dict[tuple[str, str], str] = {}
+
+    def report(self, data: dict[str, Any]) -> SentenceReport:
+        self._passages(data.get("evidence") or [])
+        return SentenceReport.model_validate(data)
+
+    def summary(self, data: dict[str, Any]) -> StreamSummary:
+        self._passages(data.get("attribution_report") or [])
+        return StreamSummary.model_validate(data)
+
+    def _passages(self, passages: list[dict[str, Any]]) -> None:
+        for passage in passages:
+            key = (passage.get("provider", ""), passage.get("id", ""))
+            if "text" in passage:
+                self._texts[key] = passage["text"]
+            elif key in self._texts:
+                passage["text"] = self._texts[key]
 
 
 _URL_OR_LOCATION = re.compile(r"^[a-z][a-z0-9+.-]*://|^messages\[|^factcheck\.", re.IGNORECASE)
@@ -92,6 +117,27 @@ def annotated_text(message: str, reports: Sequence[SentenceReport]) -> Text:
     return text
 
 
+def corrections_text(reports: Sequence[SentenceReport]) -> Text:
+    """Correct mode's decision for each contradicted sentence: the edit applied and the one
+    evidence sentence it came from, or why the sentence was flagged and left as written."""
+    text = Text()
+    for report in sorted(reports, key=lambda r: r.index):
+        revision = report.revision
+        if revision is None:
+            continue
+        if revision.status == "applied":
+            text.append(f"#{report.index} corrected: ", style="bold green")
+            text.append(f"{report.text.strip()}\n", style="red strike")
+            text.append(f"   -> {(report.corrected_text or '').strip()}\n", style="green")
+        else:
+            text.append(f"#{report.index} flagged, left as written: ", style="bold red")
+            text.append(f"{report.text.strip()}\n")
+            text.append(f"   why: {revision.reason}\n", style="dim")
+        if revision.evidence_sentence:
+            text.append(f"   evidence: {revision.evidence_sentence.strip()}\n", style="cyan")
+    return text
+
+
 def reports_table(reports: Sequence[SentenceReport]) -> Table:
     table = Table(title="Fact-check reports", show_lines=False)
     for column in ("#", "verdict", "tags", "evidence", "ms"):
@@ -114,6 +160,9 @@ def print_checked(
 ) -> None:
     console = console or Console()
     parts: list[object] = [annotated_text(message, reports), Text(""), reports_table(reports)]
+    corrections = corrections_text(reports)
+    if corrections.plain:
+        parts += [Text(""), corrections]
     if summary is not None:
         mix = ", ".join(f"{label}: {count}" for label, count in sorted(summary.verdicts.items()))
         line = f"verdicts: {mix}"

@@ -16,7 +16,7 @@ import typer
 from aiohttp import web
 from rich.console import Console
 
-from middleware.render import print_checked
+from middleware.render import ReceivedReports, print_checked
 from middleware.server import eventloop
 from middleware.server.app import create_app
 from middleware.server.workers import WorkerFailed, run_workers
@@ -160,6 +160,7 @@ async def stream_through_proxy(base_url: str, question: str, mode: Mode) -> tupl
     content: list[str] = []
     reports: list[SentenceReport] = []
     summary: StreamSummary | None = None
+    received = ReceivedReports()  # evidence text is sent once per response
     async with aiohttp.ClientSession() as session:
         async with session.post(f"{base_url}/chat/completions", json=body) as response:
             if response.status != 200:
@@ -173,9 +174,9 @@ async def stream_through_proxy(base_url: str, question: str, mode: Mode) -> tupl
                     content.append((choice.get("delta") or {}).get("content") or "")
                 factcheck = chunk.get("factcheck")
                 if factcheck and factcheck["type"] == "sentence":
-                    reports.append(SentenceReport.model_validate(factcheck["report"]))
+                    reports.append(received.report(factcheck["report"]))
                 elif factcheck and factcheck["type"] == "summary":
-                    summary = StreamSummary.model_validate(factcheck["summary"])
+                    summary = received.summary(factcheck["summary"])
     return "".join(content), reports, summary
 
 
