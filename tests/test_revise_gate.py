@@ -114,6 +114,17 @@ def test_a_pronoun_sentence_takes_the_sentence_before_it() -> None:
     assert evidence_premise(CHEMISTRY, None) == CHEMISTRY
 
 
+def test_a_pronoun_sentence_takes_the_passage_topic() -> None:
+    bach = "In 1721 he dedicated the six Brandenburg Concertos to Christian Ludwig."
+    assert evidence_premise(bach, "...", "Johann Sebastian Bach") == (
+        "In 1721 Johann Sebastian Bach dedicated the six Brandenburg Concertos to Christian Ludwig."
+    )
+    assert evidence_premise("Its height is 8,849 metres.", "...", "Mount Everest") == (
+        "Mount Everest's height is 8,849 metres."
+    )
+    assert evidence_premise(CHEMISTRY, PASSAGE, "Marie Curie") == CHEMISTRY.replace("She", "Marie Curie", 1)
+
+
 def _swap(sentence: str, old: str, new: str) -> EditResult:
     start = sentence.index(old)
     edit = Edit(start=start, end=start + len(old), original=old, replacement=new, tag="entity", evidence="e")
@@ -136,6 +147,9 @@ FORM_CASES = [  # sentence, old, new, evidence sentence, expected problem (subst
     ("Gagarin completed two orbits of the Earth.", "two", "one", "Gagarin completed one orbit of the Earth.",
      "plural"),
     ("Tiger Woods lost the 1997 Masters.", "lost", "won", "Tiger Woods won the 1997 Masters.", "wording"),
+    # a capitalised name the NER misses alone is still a name
+    ("Van Gogh was born in Arles.", "Arles", "Zundert", "Van Gogh was born in Zundert.", None),
+    ("He won gold in St. Moritz, Switzerland.", "St. Moritz", "Beijing", "He won gold in Beijing.", None),
 ]  # fmt: skip
 
 

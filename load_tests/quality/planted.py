@@ -54,7 +54,14 @@ def to_result(row: dict[str, Any], report: SentenceReport, seconds: float) -> Re
     named = next((e.evidence for e in report.edits if e.evidence), None)
     return Result(id=row["id"], verdict=report.verdict.label, edited=edited_text(row["sentence"], report),
                   evidence_sentence=named or report.verdict.evidence_sentence, latency_s=seconds,
-                  reason=report.verdict.reason)
+                  reason=_reason(report))
+
+
+def _reason(report: SentenceReport) -> str | None:
+    """The verdict's reason, and in correct mode the edit decision's."""
+    if report.revision is None:
+        return report.verdict.reason
+    return f"{report.verdict.reason} | edit {report.revision.status}: {report.revision.reason}"
 
 
 async def check_row(runner: CheckRunner, row: dict[str, Any], mode: Mode) -> Result:

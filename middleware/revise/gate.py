@@ -69,7 +69,9 @@ class EditGate:
             return Revision(status="flagged", reason=problem, suggested=result.text, evidence_id=result.evidence_id,
                             evidence_sentence=grounding)  # fmt: skip
         passage = _passage_of(result, evidence)
-        premise = evidence_premise(grounding, passage.text if passage is not None else None)
+        premise = evidence_premise(
+            grounding, passage.text if passage is not None else None, passage.title if passage is not None else None
+        )
         single = [Passage(id=passage.id if passage else "evidence", text=premise, provider="gate", source="gate")]
         before = await self.verifier.verify(result.original, single, context)
         after = await self.verifier.verify(result.text, single, context)
@@ -149,10 +151,25 @@ def _passage_of(result: EditResult, evidence: list[Passage]) -> Passage | None:
     return next((p for p in evidence if p.id == result.evidence_id), None)
 
 
-def evidence_premise(sentence: str, passage: str | None) -> str:
-    """The evidence sentence, standing alone: one that opens with a pronoun ('She received
-    the 1911 Nobel Prize ...') gets the sentence before it in its passage."""
-    if passage is None or not _OPENS_WITH_PRONOUN.match(sentence):
+_LEADING_PRONOUN = re.compile(
+    r"^(?P<lead>(?:(?:In|On|By|From|After|Before|During|Since|Until)\b[^,]{0,40}?\s)?)"
+    r"(?P<pronoun>He|She|It|he|she|it|His|Her|Its|his|her|its)\b"
+)
+
+
+def evidence_premise(sentence: str, passage: str | None, topic: str | None = None) -> str:
+    """The evidence sentence, standing alone. A subject pronoun at its start, or after a short
+    opening phrase ('In 1721 he dedicated ...'), becomes the passage's ``topic`` (its title:
+    'Johann Sebastian Bach'); without a topic, the sentence before it in its passage is put
+    in front, so the pronoun has its antecedent."""
+    match = _LEADING_PRONOUN.match(sentence)
+    if match is None or passage is None and topic is None:
+        return sentence
+    if topic:
+        pronoun = match.group("pronoun")
+        name = f"{topic}'s" if pronoun.lower() in ("his", "her", "its") else topic
+        return sentence[: match.start("pronoun")] + name + sentence[match.end("pronoun") :]
+    if passage is None:
         return sentence
     at = passage.find(sentence)
     if at <= 0:
@@ -178,7 +195,8 @@ def form_problem(result: EditResult, evidence_sentence: str, wording: bool = Fal
 def _edit_problem(original: str, edited: str, edit: Edit, evidence: str, wording: bool) -> str | None:
     old, new = edit.original, edit.replacement
     old_slots, new_slots = analyse(old).slots if old.strip() else (), analyse(new).slots if new.strip() else ()
-    if not old_slots and not wording:
+    names = old.strip()[:1].isupper() and new.strip()[:1].isupper() and old.strip() != original.strip()[: len(old.strip())]
+    if not old_slots and not names and not wording:
         return f"'{old}' -> '{new}' changes wording, not a number, date or name: flagged, not rewritten"
     if _words(new) & _PRONOUN_WORDS - _words(old):
         return f"'{old}' -> '{new}' would put a pronoun in place of a name"
@@ -219,9 +237,12 @@ def _name_run(text: str, start: int, length: int) -> str:
         return 0 <= i < len(tokens) and tokens[i][2] in _NAME_LINKS and is_name(i + step)
 
     first, last = inside[0], inside[-1]
-    while is_name(first - 1) or linked(first - 1, -1):
+    def spaced(i: int, j: int) -> bool:  # nothing but spaces between tokens i and j
+        return 0 <= i < len(tokens) and 0 <= j < len(tokens) and not text[tokens[i][1] : tokens[j][0]].strip()
+
+    while (is_name(first - 1) or linked(first - 1, -1)) and spaced(first - 1, first):
         first -= 1
-    while is_name(last + 1) or linked(last + 1, 1):
+    while (is_name(last + 1) or linked(last + 1, 1)) and spaced(last, last + 1):
         last += 1
     run = text[tokens[first][0] : tokens[last][1]].rstrip(".")
     return run if _NAME_WORD.match(run) else ""

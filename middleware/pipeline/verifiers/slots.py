@@ -257,7 +257,10 @@ class SlotsVerifier:
         in its passage when the claim also names the evidence's holder of the role): swapped
         roles. Evidence pronouns stand for the passage's topic. Someone the claim already has
         in that role is no conflict ('X and Y discovered' vs 'X discovered it with Y')."""
-        claimed = [c for c in participants(claim) if c.slot is not None and c.slot.label in _ACTORS]
+        claimed = [
+            c for c in participants(claim)
+            if c.slot is not None and c.slot.label in _ACTORS and c.name.lower() not in _ANAPHORS
+        ]  # fmt: skip
         for line in lines:
             if line.score < self.strong_align:
                 continue
