@@ -378,7 +378,7 @@ def _first_support(slot: Slot, lines: list[_Line], passages: list[str] | None) -
             return line
         if slot.kind == "entity" and mentions(line.analysis.text, slot.text):
             return line
-        if slot.kind != "entity" and _normal(slot.text) in _normal(line.analysis.text):
+        if slot.kind != "entity" and _states(line.analysis.text, slot.text):
             return line
     for line in lines:  # the rest of the aligned sentence's passage, as written
         passage = passages[line.aligned.sentence.passage_index] if passages else line.analysis.text
@@ -389,13 +389,19 @@ def _first_support(slot: Slot, lines: list[_Line], passages: list[str] | None) -
                 and _anaphoric_subject(line.analysis)
             ):
                 return line
-        elif _normal(slot.text) in _normal(passage):
+        elif _states(passage, slot.text):
             return line
     return None
 
 
 def _normal(text: str) -> str:
     return " ".join(text.lower().replace(",", "").split())
+
+
+def _states(text: str, value: str) -> bool:
+    """``value`` occurs in ``text`` as whole words ('45' is not in '1945', nor '24' in '1924')."""
+    needle = _normal(value)
+    return bool(needle) and re.search(rf"(?<![\w.]){re.escape(needle)}(?![\w]|\.\d)", _normal(text)) is not None
 
 
 def _anaphoric_subject(analysis: Analysis) -> bool:
