@@ -179,16 +179,19 @@ def parse_chat_request(
 
 
 def resolve_mode(request: ChatRequest, header: str | None, default: Mode) -> Mode:
-    """Body field wins over the ``X-Factcheck-Mode`` header, which wins over the default."""
-    if request.factcheck is not None and request.factcheck.mode is not None:
-        return request.factcheck.mode
-    if header is not None:  # present but empty is no mode either
+    """Body field wins over the ``X-Factcheck-Mode`` header, which wins over the default. A
+    header that names no mode is refused even when the body names one (present but empty
+    is no mode either)."""
+    from_header = None
+    if header is not None:
         try:
-            return Mode(header.strip().lower())
+            from_header = Mode(header.strip().lower())
         except ValueError as exc:
             raise RequestError(
                 f"unknown X-Factcheck-Mode {header!r}: use off, annotate or correct",
                 param="X-Factcheck-Mode",
                 code="invalid_mode",
             ) from exc
-    return default
+    if request.factcheck is not None and request.factcheck.mode is not None:
+        return request.factcheck.mode
+    return from_header or default
