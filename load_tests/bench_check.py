@@ -7,7 +7,7 @@ check time, not the budget. A warm-up pass runs first (model sessions, spaCy, ca
 then warm as in a running server); a second, cold-cache pass uses answers with their
 numbers changed, so the search and embedding caches cannot answer.
 
-    python -m load_tests.bench_check --streams 1,20
+    python -m load_tests.bench_check --streams 1,20 [--mode correct]
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import typer
 from middleware.checking import CheckRunner
 from middleware.segmenter import segment_text
 from middleware.settings import load_settings
-from middleware.types import CheckContext, Sentence
+from middleware.types import CheckContext, Mode, Sentence
 
 
 def _sentences(text: str) -> list[Sentence]:
@@ -35,24 +35,26 @@ def _shift_numbers(text: str, by: int) -> str:
     return re.sub(r"\b(1[5-9]\d\d|20\d\d)\b", lambda m: str(int(m.group()) + by), text)
 
 
-async def _one_answer(runner: CheckRunner, text: str, latencies: list[float]) -> None:
+async def _one_answer(runner: CheckRunner, text: str, latencies: list[float], mode: Mode = Mode.ANNOTATE) -> None:
     checks = runner.for_stream()
     sentences = _sentences(text)
     started: dict[int, float] = {}
     for sentence in sentences:
         started[sentence.index] = time.perf_counter()
         previous = [s.text for s in sentences[: sentence.index]]
-        task = checks.submit(sentence, CheckContext(previous=previous))
+        task = checks.submit(sentence, CheckContext(previous=previous, mode=mode))
         task.add_done_callback(lambda t, i=sentence.index: latencies.append(time.perf_counter() - started[i]))
     await checks.wait_all()
 
 
-async def _run(runner: CheckRunner, answers: list[str], streams: int) -> tuple[list[float], float]:
+async def _run(
+    runner: CheckRunner, answers: list[str], streams: int, mode: Mode = Mode.ANNOTATE
+) -> tuple[list[float], float]:
     latencies: list[float] = []
     t0 = time.perf_counter()
     batch = [answers[i % len(answers)] for i in range(max(streams, len(answers)))]
     for start in range(0, len(batch), streams):
-        await asyncio.gather(*(_one_answer(runner, a, latencies) for a in batch[start : start + streams]))
+        await asyncio.gather(*(_one_answer(runner, a, latencies, mode) for a in batch[start : start + streams]))
     return latencies, time.perf_counter() - t0
 
 
@@ -61,7 +63,10 @@ def _pct(values: list[float], q: float) -> float:
     return 1000 * values[min(len(values) - 1, int(round(q * (len(values) - 1))))]
 
 
-def main(streams: Annotated[str, typer.Option(help="comma-separated concurrent streams")] = "1,20") -> None:
+def main(
+    streams: Annotated[str, typer.Option(help="comma-separated concurrent streams")] = "1,20",
+    mode: Annotated[Mode, typer.Option(help="annotate, or correct (contradicted sentences are also edited)")] = Mode.ANNOTATE,
+) -> None:
     from adapters.demo_upstream import DemoAnswers
     from middleware.evidence.index import ensure_demo_index
     from middleware.pipeline.assembly import build_pipeline_checker
@@ -76,10 +81,10 @@ def main(streams: Annotated[str, typer.Option(help="comma-separated concurrent s
 
     async def bench() -> None:
         runner = CheckRunner(checker, check_settings)
-        await _run(runner, answers, 4)  # warm-up: sessions, spaCy, caches
+        await _run(runner, answers, 4, mode)  # warm-up: sessions, spaCy, caches
         for n in [int(s) for s in streams.split(",")]:
             for label, texts in (("warm", answers), ("cold", [_shift_numbers(a, n) for a in answers])):
-                latencies, elapsed = await _run(runner, texts, n)
+                latencies, elapsed = await _run(runner, texts, n, mode)
                 print(f"| {n} | {label} | {len(latencies)} | {statistics.median(latencies) * 1000:.0f} | "
                       f"{_pct(latencies, 0.95):.0f} | {max(latencies) * 1000:.0f} | {len(latencies) / elapsed:.1f} |")
 
