@@ -27,7 +27,7 @@ from adapters.demo_upstream import DemoUpstream, tokenize
 from middleware.server.app import create_app
 from middleware.server.commands import start_site
 from middleware.settings import Settings, load_settings
-from middleware.sse import SSEEvent, SSEParser
+from middleware.sse import SSEEvent, SSEParser, delta_content
 
 TEXT = "The Eiffel Tower is in Paris. It was completed in 1889. Marie Curie was born in Warsaw in 1867."
 MODES = ("off", "annotate", "correct")
@@ -69,22 +69,6 @@ async def post(url: str, data: bytes, **headers: str) -> tuple[int, bytes, bool]
 def events_of(raw: bytes) -> list[SSEEvent]:
     parser = SSEParser(max_event_bytes=64 * 1024 * 1024)
     return parser.feed(raw) + parser.flush()
-
-
-def json_chunks(events: list[SSEEvent]) -> list[dict[str, Any]]:
-    out = []
-    for event in events:
-        if event.data is not None and not event.is_done:
-            try:
-                out.append(event.json())
-            except ValueError:
-                continue
-    return out
-
-
-def content_of(events: list[SSEEvent]) -> str:
-    return "".join((c.get("delta") or {}).get("content") or ""
-                   for chunk in json_chunks(events) for c in chunk.get("choices") or [])
 
 
 def error_code(raw: bytes) -> str | None:
@@ -141,9 +125,9 @@ async def faults(target: Target) -> list[Result]:
     for mode in MODES:
         status, raw, complete = await post(target.url, json.dumps(body(mode, fail_after=6)).encode())
         events = events_of(raw)
-        ok = status == 200 and complete and stream_end(events).startswith("error") and content_of(events) == sent
+        ok = status == 200 and complete and stream_end(events).startswith("error") and delta_content(events) == sent
         results.append(Result("faults", f"upstream drops mid-stream ({mode})", ok,
-                              f"{len(raw)} B, end {stream_end(events)}, {len(content_of(events))}/{len(sent)} chars"))
+                              f"{len(raw)} B, end {stream_end(events)}, {len(delta_content(events))}/{len(sent)} chars"))
     limit = target.settings.upstream.max_event_bytes
     for mode in MODES:
         data = json.dumps(body(mode, big_event_after=3, big_event_bytes=limit + 1024)).encode()

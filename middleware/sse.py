@@ -9,6 +9,7 @@ multi-line ``data``.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -195,3 +196,27 @@ def dumps(payload: Any) -> str:
     except UnicodeEncodeError:
         return json.dumps(payload, separators=(",", ":"))
     return text
+
+
+def json_payloads(events: Iterable[SSEEvent]) -> list[Any]:
+    """The JSON payloads of ``events`` (a client's view): ``[DONE]``, comments and data that
+    is not JSON are skipped."""
+    out = []
+    for event in events:
+        if event.data is None or event.is_done:
+            continue
+        try:
+            out.append(event.json())
+        except ValueError:
+            continue
+    return out
+
+
+def delta_content(events: Iterable[SSEEvent]) -> str:
+    """The text a chat client shows: every chunk's ``choices[].delta.content``, in order."""
+    return "".join(
+        (choice.get("delta") or {}).get("content") or ""
+        for chunk in json_payloads(events)
+        if isinstance(chunk, dict)
+        for choice in chunk.get("choices") or []
+    )

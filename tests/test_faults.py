@@ -31,7 +31,7 @@ from middleware.pipeline.verifiers import NLIVerifier, SlotsVerifier, Verifier
 from middleware.runtime.batcher import MicroBatcher
 from middleware.server.chat import STREAMS_KEY
 from middleware.server.commands import start_site
-from middleware.sse import SSEEvent, SSEParser
+from middleware.sse import SSEEvent, SSEParser, delta_content, json_payloads
 from middleware.types import Passage
 from tests.doubles import ScriptedChecker
 from tests.test_evidence_doubles import FailingEmbedder, HashEmbedder
@@ -64,32 +64,14 @@ async def stream_events(url: str, body: dict[str, Any]) -> list[SSEEvent]:
     return events + parser.flush()
 
 
-def chunks_of(events: list[SSEEvent]) -> list[dict[str, Any]]:
-    out = []
-    for event in events:
-        if event.data is None or event.is_done:
-            continue
-        try:
-            out.append(event.json())
-        except ValueError:
-            continue
-    return out
-
-
-def content_of(events: list[SSEEvent]) -> str:
-    return "".join(
-        (choice.get("delta") or {}).get("content") or "" for c in chunks_of(events) for choice in c.get("choices") or []
-    )
-
-
 def reports_of(events: list[SSEEvent]) -> list[dict[str, Any]]:
-    return [c["factcheck"]["report"] for c in chunks_of(events) if (c.get("factcheck") or {}).get("type") == "sentence"]
+    return [c["factcheck"]["report"] for c in json_payloads(events) if (c.get("factcheck") or {}).get("type") == "sentence"]
 
 
 def assert_clean_end(events: list[SSEEvent], mode: str) -> None:
     """[DONE] last; a summary before it unless off; no error event."""
     assert events[-1].is_done
-    chunks = chunks_of(events)
+    chunks = json_payloads(events)
     assert not any("error" in c for c in chunks)
     if mode != "off":
         assert chunks[-1]["factcheck"]["type"] == "summary"
@@ -209,7 +191,7 @@ async def test_invalid_sse_event_does_not_break_the_stream(make_proxy, mode):
     invalid_before = UPSTREAM_ERRORS.labels(kind="invalid_sse")._value.get()
     events = await stream_events(proxy.url, chat_body(mode=mode, invalid_after=4))
     assert_clean_end(events, mode)
-    assert content_of(events) == TEXT  # every valid delta arrived, unaltered and in order
+    assert delta_content(events) == TEXT  # every valid delta arrived, unaltered and in order
     passed = [e for e in events if e.data == "{not json"]
     assert len(passed) == 1 and passed[0].raw == b"data: {not json\n\n"  # forwarded byte for byte, not dropped
     if mode != "off":
@@ -230,7 +212,7 @@ async def test_search_providers_down_give_extrapolatory_not_errors(make_proxy, m
     finally:
         await dead.aclose()
     assert_clean_end(events, mode)
-    assert content_of(events) == TEXT
+    assert delta_content(events) == TEXT
     reports = reports_of(events)
     assert len(reports) == 3
     labels = {r["verdict"]["label"] for r in reports}
@@ -243,7 +225,7 @@ async def test_slow_search_provider_reports_unverified_timeout_within_budget(mak
     proxy = await make_proxy(pipeline([slow]), **{"check.sentence_budget_s": 1.0})
     events = await stream_events(proxy.url, chat_body(mode="correct"))
     assert_clean_end(events, "correct")
-    assert content_of(events) == TEXT  # held sentences are released at the budget, unedited
+    assert delta_content(events) == TEXT  # held sentences are released at the budget, unedited
     verdicts = [r["verdict"] for r in reports_of(events)]
     assert len(verdicts) == 3
     assert any(v["label"] == "unverified" and v["reason"] == "timeout" for v in verdicts)
@@ -262,7 +244,7 @@ async def test_failing_nli_session_reports_unverified_with_reason(make_proxy):
     finally:
         await scorer.batcher.aclose()
     assert_clean_end(events, "annotate")
-    assert content_of(events) == TEXT
+    assert delta_content(events) == TEXT
     checked = [r["verdict"] for r in reports_of(events) if r["verdict"]["label"] != "skipped"]
     assert checked and scorer.calls >= 1
     assert all(v["label"] == "unverified" and v["reason"] == "error: RuntimeError" for v in checked)
@@ -274,7 +256,7 @@ async def test_failing_embedder_reports_unverified_with_reason(make_proxy):
     proxy = await make_proxy(checker, **ROOMY)
     events = await stream_events(proxy.url, chat_body(mode="correct"))
     assert_clean_end(events, "correct")
-    assert content_of(events) == TEXT
+    assert delta_content(events) == TEXT
     checked = [r["verdict"] for r in reports_of(events) if r["verdict"]["label"] != "skipped"]
     assert checked and all(v["label"] == "unverified" and v["reason"].startswith("error: ") for v in checked)
 
@@ -302,7 +284,7 @@ async def test_redis_down_falls_back_to_local_cache_mid_pipeline(make_proxy):
     assert not cache.available  # Redis is down: the in-process fallback served
     for events in (first, second):
         assert_clean_end(events, "annotate")
-        assert content_of(events) == TEXT
+        assert delta_content(events) == TEXT
         reports = reports_of(events)
         assert len(reports) == 3
         assert all(r["verdict"]["label"] != "unverified" for r in reports)
@@ -349,7 +331,7 @@ async def test_client_disconnect_after_content_keeps_what_was_sent(make_proxy):
             while len(reports_of(events)) < 3:
                 events += parser.feed(await response.content.readany())
         response.close()
-    received = content_of(events)
+    received = delta_content(events)
     assert received and text.startswith(received)
     async with asyncio.timeout(10):
         while proxy.app[STREAMS_KEY].active:

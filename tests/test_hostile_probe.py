@@ -18,7 +18,7 @@ from aiohttp import web
 from adapters.demo_upstream import tokenize
 from middleware.server.chat import RUNNER_KEY
 from middleware.server.commands import start_site
-from middleware.sse import SSEEvent, SSEParser
+from middleware.sse import SSEEvent, SSEParser, delta_content, json_payloads
 from middleware.types import CheckContext, Mode, Passage, Sentence, SentenceReport, StreamSummary
 from tests.doubles import ScriptedChecker, TokenizingChecker
 
@@ -46,24 +46,8 @@ async def read_stream(url: str, body: dict[str, Any] | bytes, timeout: float = 6
             return response.status, events + parser.flush(), complete
 
 
-def chunks_of(events: list[SSEEvent]) -> list[dict[str, Any]]:
-    out = []
-    for event in events:
-        if event.data is not None and not event.is_done:
-            try:
-                out.append(event.json())
-            except ValueError:
-                continue
-    return out
-
-
-def content_of(events: list[SSEEvent]) -> str:
-    return "".join((choice.get("delta") or {}).get("content") or ""
-                   for c in chunks_of(events) for choice in c.get("choices") or [])
-
-
 def reports_of(events: list[SSEEvent]) -> list[dict[str, Any]]:
-    return [c["factcheck"]["report"] for c in chunks_of(events) if (c.get("factcheck") or {}).get("type") == "sentence"]
+    return [c["factcheck"]["report"] for c in json_payloads(events) if (c.get("factcheck") or {}).get("type") == "sentence"]
 
 
 def ends_with_error(events: list[SSEEvent]) -> dict[str, Any]:
@@ -90,7 +74,7 @@ async def test_correct_mode_flushes_held_text_and_reports_then_an_error_event(ma
     with caplog.at_level(logging.INFO):
         status, events, complete = await read_stream(proxy.url, chat_body(mode="correct", fail_after=fail_after))
     assert status == 200 and complete  # a properly ended body, not a truncated one
-    assert content_of(events) == "".join(tokenize(TEXT)[:fail_after])  # everything the upstream sent arrived
+    assert delta_content(events) == "".join(tokenize(TEXT)[:fail_after])  # everything the upstream sent arrived
     assert reports_of(events)  # the held text was checked before it went out
     assert ends_with_error(events)["type"] == "upstream_error"
     assert "client went away" not in caplog.text
@@ -101,7 +85,7 @@ async def test_every_mode_ends_a_failed_upstream_with_an_error_event(make_proxy,
     proxy = await make_proxy(ScriptedChecker())
     status, events, complete = await read_stream(proxy.url, chat_body(mode=mode, fail_after=9))
     assert status == 200 and complete
-    assert content_of(events) == "".join(tokenize(TEXT)[:9])
+    assert delta_content(events) == "".join(tokenize(TEXT)[:9])
     assert ends_with_error(events)["code"] == "disconnect"
 
 
@@ -116,7 +100,7 @@ async def test_oversized_upstream_event_ends_the_stream_with_an_error(make_proxy
     assert status == 200 and complete
     error = ends_with_error(events)
     assert error["code"] == "event_too_large" and "262144" in error["message"]
-    assert content_of(events) == "".join(tokenize(TEXT)[:3])  # whole events before it, unaltered
+    assert delta_content(events) == "".join(tokenize(TEXT)[:3])  # whole events before it, unaltered
 
 
 # --- 4: invalid Unicode ------------------------------------------------------------------------
@@ -141,8 +125,8 @@ async def test_lone_surrogate_from_the_upstream_does_not_cut_the_stream(make_pro
     proxy = await make_proxy(ScriptedChecker())
     status, events, complete = await read_stream(proxy.url, chat_body(mode=mode, surrogate_after=4))
     assert status == 200 and complete and events[-1].is_done
-    assert not any("error" in c for c in chunks_of(events))
-    content = content_of(events)
+    assert not any("error" in c for c in json_payloads(events))
+    content = delta_content(events)
     expected = "".join(tokenize(TEXT)[:4]) + "{}" + "".join(tokenize(TEXT)[4:])
     if mode == "correct":  # the proxy re-encodes content: the surrogate becomes U+FFFD
         assert content == expected.format("\ufffd")
@@ -314,7 +298,7 @@ async def test_summarizer_timeouts_are_one_warning_with_a_count(make_proxy, capl
         results = await asyncio.gather(*(read_stream(proxy.url, chat_body()) for _ in range(4)))
     for status, events, _ in results:
         assert status == 200 and events[-1].is_done
-        assert chunks_of(events)[-1]["factcheck"]["summary"]["sentences"] == 3  # the basic summary went out
+        assert json_payloads(events)[-1]["factcheck"]["summary"]["sentences"] == 3  # the basic summary went out
     timeouts = [r for r in caplog.records if "summar" in r.getMessage()]
     assert [r.levelno for r in timeouts] == [logging.WARNING], [r.getMessage() for r in timeouts]
     assert "1 " in timeouts[0].getMessage() and timeouts[0].exc_info is None
@@ -406,7 +390,7 @@ async def test_response_size_is_bounded_by_the_request_size(make_proxy, mode):
     assert len(reports) == 10 and events[-1].is_done
     assert size < 1.5 * len(raw), (size, len(raw))  # was 10 x: each report repeated five 20 KB passages
     texts: dict[tuple[str, str], str] = {}
-    summary = chunks_of(events)[-1]["factcheck"]["summary"]
+    summary = json_payloads(events)[-1]["factcheck"]["summary"]
     for passage in [p for r in reports for p in r["evidence"]] + summary["attribution_report"]:
         key = (passage["provider"], passage["id"])
         if "text" in passage:
