@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+from typing import Any
+
+import aiohttp
 
 from middleware.types import CheckContext, Edit, Sentence, SentenceReport, Tag, Verdict
 
@@ -78,3 +81,13 @@ class TokenizingChecker(ScriptedChecker):
         texts = [p.text for p in context.request_passages] or [sentence.text]
         self.encoded += len(await self.tokenizer.encode_async(texts))
         return await super().check(sentence, context)
+
+
+async def ws_answer(ws: aiohttp.ClientWebSocketResponse, message: dict[str, Any]) -> list[dict[str, Any]]:
+    """Send one websocket message and collect everything up to and including ``{"type": "done"}``."""
+    await ws.send_json(message)
+    received = []
+    while True:
+        received.append(await asyncio.wait_for(ws.receive_json(), 10))
+        if received[-1].get("type") == "done":
+            return received

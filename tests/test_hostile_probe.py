@@ -20,7 +20,7 @@ from middleware.server.chat import RUNNER_KEY
 from middleware.server.commands import start_site
 from middleware.sse import SSEEvent, SSEParser, delta_content, json_payloads
 from middleware.types import CheckContext, Mode, Passage, Sentence, SentenceReport, StreamSummary
-from tests.doubles import ScriptedChecker, TokenizingChecker
+from tests.doubles import ScriptedChecker, TokenizingChecker, ws_answer
 
 TEXT = "The Eiffel Tower is in Paris. It was completed in 1889. Marie Curie was born in Warsaw in 1867."
 MODES = ["off", "annotate", "correct"]
@@ -190,15 +190,6 @@ async def test_rate_limit_by_client_address_without_keys(make_proxy):
 def ws_chat(mode: str = "annotate", **mock: Any) -> dict[str, Any]:
     return {"type": "chat", "request": {"model": "m", "messages": [{"role": "user", "content": "q"}],
                                         "mock": {"text": TEXT, **mock}, "factcheck": {"mode": mode}}}
-
-
-async def ws_answer(ws: aiohttp.ClientWebSocketResponse, message: dict[str, Any]) -> list[dict[str, Any]]:
-    await ws.send_json(message)
-    received = []
-    while True:
-        received.append(await asyncio.wait_for(ws.receive_json(), 10))
-        if received[-1].get("type") == "done":
-            return received
 
 
 async def test_ws_deeply_nested_message_gets_an_error_and_the_socket_stays(make_proxy):

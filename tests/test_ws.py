@@ -11,7 +11,7 @@ import pytest
 
 from middleware.server.ws import messages_of
 from middleware.stream import Out
-from tests.doubles import ScriptedChecker
+from tests.doubles import ScriptedChecker, ws_answer
 
 ANSWER = "Marie Curie was born in Warsaw in 1867. She won the Nobel Prize in Physics in 1905. She died in 1934."
 FIXES = {"1905": "1903"}
@@ -23,16 +23,6 @@ def chat(mode: str | None = "annotate", text: str = ANSWER, **mock: Any) -> dict
     if mode is not None:
         request["factcheck"] = {"mode": mode}
     return {"type": "chat", "request": request}
-
-
-async def answer(ws: aiohttp.ClientWebSocketResponse, message: dict[str, Any]) -> list[dict[str, Any]]:
-    """Send one message and collect everything up to and including ``{"type": "done"}``."""
-    await ws.send_json(message)
-    received = []
-    while True:
-        received.append(await asyncio.wait_for(ws.receive_json(), 10))
-        if received[-1].get("type") == "done":
-            return received
 
 
 def content_of(messages: list[dict[str, Any]]) -> str:
@@ -55,7 +45,7 @@ async def session():
 async def test_annotate_streams_chunks_reports_summary_done(make_proxy, session):
     proxy = await make_proxy(ScriptedChecker(FIXES))
     async with session.ws_connect(f"{proxy.url}/ws") as ws:
-        messages = await answer(ws, chat("annotate"))
+        messages = await ws_answer(ws, chat("annotate"))
     assert messages[0] == {"type": "start", "mode": "annotate"}
     assert messages[-1] == {"type": "done"}
     assert content_of(messages) == ANSWER
@@ -73,8 +63,8 @@ async def test_annotate_streams_chunks_reports_summary_done(make_proxy, session)
 async def test_correct_mode_and_several_answers_on_one_socket(make_proxy, session):
     proxy = await make_proxy(ScriptedChecker(FIXES))
     async with session.ws_connect(f"{proxy.url}/ws") as ws:
-        corrected = await answer(ws, chat("correct"))
-        plain = await answer(ws, chat("off"))
+        corrected = await ws_answer(ws, chat("correct"))
+        plain = await ws_answer(ws, chat("off"))
     assert content_of(corrected) == ANSWER.replace("1905", "1903")
     assert factchecks(corrected)[-1]["summary"]["edits"][0]["original"] == "1905"
     assert content_of(plain) == ANSWER and factchecks(plain) == []
@@ -83,9 +73,9 @@ async def test_correct_mode_and_several_answers_on_one_socket(make_proxy, sessio
 async def test_mode_header_and_server_default(make_proxy, session):
     proxy = await make_proxy(ScriptedChecker(FIXES), **{"check.default_mode": "off"})
     async with session.ws_connect(f"{proxy.url}/ws") as ws:
-        assert (await answer(ws, chat(None)))[0]["mode"] == "off"
+        assert (await ws_answer(ws, chat(None)))[0]["mode"] == "off"
     async with session.ws_connect(f"{proxy.url}/ws", headers={"X-Factcheck-Mode": "correct"}) as ws:
-        assert (await answer(ws, chat(None)))[0]["mode"] == "correct"
+        assert (await ws_answer(ws, chat(None)))[0]["mode"] == "correct"
 
 
 @pytest.mark.parametrize(
@@ -121,8 +111,8 @@ async def test_invalid_json_message(make_proxy, session):
 async def test_upstream_errors_before_and_during_the_stream(make_proxy, session):
     proxy = await make_proxy(ScriptedChecker())
     async with session.ws_connect(f"{proxy.url}/ws") as ws:
-        refused = await answer(ws, chat("annotate", error_status=503))
-        broken = await answer(ws, chat("annotate", fail_after=5))
+        refused = await ws_answer(ws, chat("annotate", error_status=503))
+        broken = await ws_answer(ws, chat("annotate", fail_after=5))
     assert refused[0]["error"]["message"] == "scripted failure 503"
     assert refused[-1] == {"type": "done"}
     assert broken[0]["type"] == "start"
@@ -148,7 +138,7 @@ async def test_cancel_stops_the_answer_and_its_checks(make_proxy, session):
             pass
         assert checker.running == 0 and checker.cancelled >= 1
         checker.delay = 0
-        again = await answer(ws, chat("off"))
+        again = await ws_answer(ws, chat("off"))
     assert content_of(again) == ANSWER
 
 
