@@ -147,6 +147,14 @@ FORM_CASES = [  # sentence, old, new, evidence sentence, expected problem (subst
     ("Gagarin completed two orbits of the Earth.", "two", "one", "Gagarin completed one orbit of the Earth.",
      "plural"),
     ("Tiger Woods lost the 1997 Masters.", "lost", "won", "Tiger Woods won the 1997 Masters.", "wording"),
+    # the value of another verb of the evidence sentence
+    ("The Pasteur Institute was founded in 1897.", "1897", "1888",
+     "The Pasteur Institute was founded in 1887 and inaugurated in 1888.", "to 'found'"),
+    ("The Pasteur Institute was founded in 1897.", "1897", "1887",
+     "The Pasteur Institute was founded in 1887 and inaugurated in 1888.", None),
+    # part of a name the evidence writes whole
+    ("He spoke at the Washington Monument.", "Washington Monument", "Memorial",
+     "He spoke at the Lincoln Memorial during the March on Washington.", "Lincoln Memorial"),
     # a capitalised name the NER misses alone is still a name
     ("Van Gogh was born in Arles.", "Arles", "Zundert", "Van Gogh was born in Zundert.", None),
     ("He won gold in St. Moritz, Switzerland.", "St. Moritz", "Beijing", "He won gold in Beijing.", None),

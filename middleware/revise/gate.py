@@ -212,6 +212,12 @@ def _edit_problem(original: str, edited: str, edit: Edit, evidence: str, wording
         run = _name_run(edited, edited.find(new) if new in edited else -1, len(new))
         if run and run not in evidence:
             return f"the evidence does not name '{run}'"
+        stated = _name_run(evidence, evidence.find(new.strip()), len(new.strip()))
+        shortened = stated.endswith(run) and len(old.split()) == 1  # a surname for a surname: 'Einstein'
+        if run and stated and stated != run and run in stated and not shortened:
+            return f"the evidence names '{stated}', the edit would write '{run}'"
+    if (problem := role_mismatch(original[edit.start : edit.end], original, new, evidence)) is not None:
+        return problem
     if _singular_before_plural(edited, new):
         return f"'{new}' would stand before a plural noun"
     return None
@@ -256,3 +262,22 @@ def _singular_before_plural(text: str, new: str) -> bool:
     doc = analyse(text).doc
     following = [t for t in doc if t.idx >= at + len(new)]
     return bool(following) and following[0].tag_ in ("NNS", "NNPS")
+
+
+def role_mismatch(old: str, sentence: str, new: str, evidence: str) -> str | None:
+    """Why ``new`` (a value of the evidence sentence) is not the value of ``old``'s role: the
+    evidence gives ``new`` to another verb while another value of the same kind belongs to
+    the verb ``old`` hangs on ('founded in 1897' with 'founded in 1887 and inaugurated in
+    1888': 1887, not 1888). None when roles agree or cannot be told."""
+    claim = analyse(sentence)
+    mine = next((s for s in claim.slots if s.text == old.strip() or old.strip() in s.text), None)
+    if mine is None or mine.role.verb is None:
+        return None
+    stated = analyse(evidence).slots
+    theirs = next((s for s in stated if s.text == new.strip() or new.strip() in s.text), None)
+    if theirs is None or theirs.role.verb in (None, mine.role.verb):
+        return None
+    rival = next((s for s in stated if s is not theirs and s.group == theirs.group and s.role.verb == mine.role.verb), None)
+    if rival is None:
+        return None
+    return f"the evidence gives '{new.strip()}' to '{theirs.role.verb}' and '{rival.text}' to '{mine.role.verb}'"

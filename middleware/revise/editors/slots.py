@@ -46,7 +46,7 @@ from middleware.pipeline.slots import Slot, analyse, analyse_many, slots_agree
 from middleware.pipeline.verifiers.base import DetailedVerdict, Verifier
 from middleware.revise.base import EditResult
 from middleware.revise.edits import EditBuffer, classify, tokens
-from middleware.revise.gate import EditGate
+from middleware.revise.gate import EditGate, role_mismatch
 from middleware.revise.guards import EditGuard
 from middleware.types import Passage, TagType, Verdict
 
@@ -248,7 +248,11 @@ class SlotsEditor:
             unsupported = set(verdict.unsupported) if isinstance(verdict, DetailedVerdict) else None
             out += _slot_candidates(sentence, verdict, unsupported, lines)
             out += _anchor_candidates(sentence, lines)
-        return _dedupe(sentence, out)
+        # a value the evidence gives to another verb than the claim's is no replacement for it
+        return [
+            c for c in _dedupe(sentence, out)
+            if c.evidence is None or role_mismatch(sentence[c.start : c.end], sentence, c.replacement, c.evidence) is None
+        ]  # fmt: skip
 
 
 def _state(sentence: str, verdict: Verdict) -> tuple[int, int, int]:
