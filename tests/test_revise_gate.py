@@ -116,13 +116,13 @@ def test_a_pronoun_sentence_takes_the_sentence_before_it() -> None:
 
 def test_a_pronoun_sentence_takes_the_passage_topic() -> None:
     bach = "In 1721 he dedicated the six Brandenburg Concertos to Christian Ludwig."
-    assert evidence_premise(bach, "...", "Johann Sebastian Bach") == (
+    assert evidence_premise(bach, None, "Johann Sebastian Bach") == (
         "In 1721 Johann Sebastian Bach dedicated the six Brandenburg Concertos to Christian Ludwig."
     )
-    assert evidence_premise("Its height is 8,849 metres.", "...", "Mount Everest") == (
+    assert evidence_premise("Its height is 8,849 metres.", None, "Mount Everest") == (
         "Mount Everest's height is 8,849 metres."
     )
-    assert evidence_premise(CHEMISTRY, PASSAGE, "Marie Curie") == CHEMISTRY.replace("She", "Marie Curie", 1)
+    assert evidence_premise(CHEMISTRY, PASSAGE, "Marie Curie") == f"{PHYSICS} {CHEMISTRY.replace('She', 'Marie Curie', 1)}"
 
 
 def _swap(sentence: str, old: str, new: str) -> EditResult:

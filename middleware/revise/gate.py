@@ -160,22 +160,23 @@ _LEADING_PRONOUN = re.compile(
 def evidence_premise(sentence: str, passage: str | None, topic: str | None = None) -> str:
     """The evidence sentence, standing alone. A subject pronoun at its start, or after a short
     opening phrase ('In 1721 he dedicated ...'), becomes the passage's ``topic`` (its title:
-    'Johann Sebastian Bach'); without a topic, the sentence before it in its passage is put
-    in front, so the pronoun has its antecedent."""
+    'Johann Sebastian Bach'), and the sentence before it in its passage is put in front (the
+    sentence it continues). The values of an edit still come from the one sentence."""
     match = _LEADING_PRONOUN.match(sentence)
-    if match is None or passage is None and topic is None:
+    if match is None:
         return sentence
+    standalone = sentence
     if topic:
         pronoun = match.group("pronoun")
         name = f"{topic}'s" if pronoun.lower() in ("his", "her", "its") else topic
-        return sentence[: match.start("pronoun")] + name + sentence[match.end("pronoun") :]
-    if passage is None:
-        return sentence
-    at = passage.find(sentence)
-    if at <= 0:
-        return sentence
+        standalone = sentence[: match.start("pronoun")] + name + sentence[match.end("pronoun") :]
+    at = passage.find(sentence) if passage is not None else -1
+    if passage is None or at <= 0:
+        return standalone
+    # the sentence it continues, too: 'She received the 1911 Nobel Prize ...' after 'She shared
+    # the 1903 Nobel Prize ...' is what supports 'a second Nobel Prize'
     previous = [passage[s:e] for s, e in split_sentences(passage[:at]) if passage[s:e].strip()]
-    return f"{previous[-1].strip()} {sentence}" if previous else sentence
+    return f"{previous[-1].strip()} {standalone}" if previous else standalone
 
 
 _NAME_WORD = re.compile(r"[A-Z0-9][\w'’.-]*")
@@ -274,9 +275,10 @@ def role_mismatch(old: str, sentence: str, new: str, evidence: str) -> str | Non
     if mine is None or mine.role.verb is None:
         return None
     stated = analyse(evidence).slots
-    theirs = next((s for s in stated if s.text == new.strip() or new.strip() in s.text), None)
-    if theirs is None or theirs.role.verb in (None, mine.role.verb):
-        return None
+    holding = [s for s in stated if s.text == new.strip() or new.strip() in s.text]
+    if not holding or any(s.role.verb in (None, mine.role.verb) for s in holding):
+        return None  # the value (somewhere in the sentence) belongs to the claim's verb, or roles are unknown
+    theirs = holding[0]
     rival = next((s for s in stated if s is not theirs and s.group == theirs.group and s.role.verb == mine.role.verb), None)
     if rival is None:
         return None

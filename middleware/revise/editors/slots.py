@@ -187,7 +187,11 @@ class SlotsEditor:
             return new_rank > old_rank
         if after.label == "contradictory":
             old, new = _slot_texts(before_text, before, "mismatches"), _slot_texts(after_text, after, "mismatches")
-            return old is not None and bool(new) and new < old  # type: ignore[operator]
+            if old is None or new is None:
+                return False
+            # fewer contradicted slots; or none left and only an unlocalised NLI doubt, which the
+            # gate (NLI on the one evidence sentence) settles, when the editor has a gate
+            return (bool(new) and new < old) or (bool(old) and not new and self.gate is not None)
         old, new = _unsupported(before_text, before), _unsupported(after_text, after)
         if old is not None and new is not None and new < old:
             return True
