@@ -149,9 +149,17 @@ FORM_CASES = [  # sentence, old, new, evidence sentence, expected problem (subst
     ("Tiger Woods lost the 1997 Masters.", "lost", "won", "Tiger Woods won the 1997 Masters.", "wording"),
     # the value of another verb of the evidence sentence
     ("The Pasteur Institute was founded in 1897.", "1897", "1888",
-     "The Pasteur Institute was founded in 1887 and inaugurated in 1888.", "to 'found'"),
+     "The Pasteur Institute was founded in 1887 and inaugurated in 1888.", "goes with what the claim is about"),
+    # no shared name: the verb decides
+    ("It was founded in 1897.", "1897", "1888", "It was founded in 1887 and inaugurated in 1888.", "to 'found'"),
     ("The Pasteur Institute was founded in 1897.", "1897", "1887",
      "The Pasteur Institute was founded in 1887 and inaugurated in 1888.", None),
+    # the value next to another title in the evidence sentence
+    ("Jane Austen's Pride and Prejudice was published in 1823.", "1823", "1811",
+     "Her novel Sense and Sensibility was published in 1811, followed by Pride and Prejudice in 1813.",
+     "goes with what the claim is about"),
+    ("Jane Austen's Pride and Prejudice was published in 1823.", "1823", "1813",
+     "Her novel Sense and Sensibility was published in 1811, followed by Pride and Prejudice in 1813.", None),
     # part of a name the evidence writes whole
     ("He spoke at the Washington Monument.", "Washington Monument", "Memorial",
      "He spoke at the Lincoln Memorial during the March on Washington.", "Lincoln Memorial"),
@@ -170,3 +178,18 @@ def test_only_well_formed_value_swaps_pass(sentence: str, old: str, new: str, ev
         assert found is None
     else:
         assert found is not None and problem in found, found
+
+
+def test_two_changes_may_not_name_one_place_twice() -> None:
+    from middleware.revise.gate import form_problem
+
+    sentence = "Ernest Hemingway died in Key West, Florida, on 2 July 1961."
+    evidence = "Hemingway died in Ketchum, Idaho, on 2 July 1961."
+    first, second = sentence.index("Key West"), sentence.index("Florida")
+    edits = [
+        Edit(start=first, end=first + 8, original="Key West", replacement="Ketchum", tag="entity", evidence=evidence),
+        Edit(start=second, end=second + 7, original="Florida", replacement="Ketchum", tag="entity", evidence=evidence),
+    ]
+    edited = "Ernest Hemingway died in Ketchum, Ketchum, on 2 July 1961."
+    problem = form_problem(EditResult(original=sentence, text=edited, edits=edits), evidence)
+    assert problem is not None and "twice" in problem

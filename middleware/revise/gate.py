@@ -29,7 +29,8 @@ import re
 from dataclasses import dataclass
 
 from middleware.pipeline.sentences import split_sentences
-from middleware.pipeline.slots import analyse, slots_agree
+from middleware.pipeline.names import names_match
+from middleware.pipeline.slots import Slot, analyse, slots_agree
 from middleware.pipeline.verifiers.base import DetailedVerdict, Verifier
 from middleware.pipeline.verifiers.nli import NLIVerifier
 from middleware.revise.base import EditResult
@@ -217,8 +218,10 @@ def _edit_problem(original: str, edited: str, edit: Edit, evidence: str, wording
         shortened = stated.endswith(run) and len(old.split()) == 1  # a surname for a surname: 'Einstein'
         if run and stated and stated != run and run in stated and not shortened:
             return f"the evidence names '{stated}', the edit would write '{run}'"
-    if (problem := role_mismatch(original[edit.start : edit.end], original, new, evidence)) is not None:
+    if (problem := value_problem(old, original, new, evidence)) is not None:
         return problem
+    if new.strip()[:1].isupper() and edited.count(new.strip()) > max(1, original.count(new.strip())):
+        return f"the edited sentence would name '{new.strip()}' twice"
     if _singular_before_plural(edited, new):
         return f"'{new}' would stand before a plural noun"
     return None
@@ -283,3 +286,39 @@ def role_mismatch(old: str, sentence: str, new: str, evidence: str) -> str | Non
     if rival is None:
         return None
     return f"the evidence gives '{new.strip()}' to '{theirs.role.verb}' and '{rival.text}' to '{mine.role.verb}'"
+
+
+def value_problem(old: str, sentence: str, new: str, evidence: str) -> str | None:
+    """Why ``new`` (a value of the evidence sentence) is not the value the claim's ``old``
+    stands for, or None. What the claim is about decides first: when a name the claim and the
+    evidence share sits nearest ``new`` it is the value ('... followed by Pride and Prejudice
+    in 1813'), when every shared name sits nearest another value it is not; only when no name
+    is shared do verbs decide (``role_mismatch``)."""
+    anchored = _anchored_value(old, sentence, new, evidence)
+    if anchored is True:
+        return None
+    if anchored is False:
+        return f"in the evidence sentence another value than '{new.strip()}' goes with what the claim is about"
+    return role_mismatch(old, sentence, new, evidence)
+
+
+def _anchored_value(old: str, sentence: str, new: str, evidence: str) -> bool | None:
+    claim = analyse(sentence)
+    mine = next((s for s in claim.slots if old.strip() and old.strip() in s.text), None)
+    stated = analyse(evidence).slots
+    values = [s for s in stated if mine is not None and s.kind != "entity" and s.group == mine.group]
+    chosen = [s for s in values if new.strip() and new.strip() in s.text]
+    if mine is None or len(values) < 2 or not chosen:
+        return None
+    anchors = [
+        e for e in stated
+        if e.kind == "entity" and any(c.kind == "entity" and names_match(c.text, e.text) for c in claim.slots)
+    ]  # fmt: skip
+    if not anchors:
+        return None
+
+    def distance(value: Slot, anchor: Slot) -> int:
+        return value.start - anchor.end if value.start >= anchor.end else anchor.start - value.end
+
+    nearest = {min(values, key=lambda v, a=a: distance(v, a)).text for a in anchors}
+    return any(c.text in nearest for c in chosen)

@@ -46,7 +46,7 @@ from middleware.pipeline.slots import Slot, analyse, analyse_many, slots_agree
 from middleware.pipeline.verifiers.base import DetailedVerdict, Verifier
 from middleware.revise.base import EditResult
 from middleware.revise.edits import EditBuffer, classify, tokens
-from middleware.revise.gate import EditGate, role_mismatch
+from middleware.revise.gate import EditGate, value_problem
 from middleware.revise.guards import EditGuard
 from middleware.types import Passage, TagType, Verdict
 
@@ -255,7 +255,7 @@ class SlotsEditor:
         # a value the evidence gives to another verb than the claim's is no replacement for it
         return [
             c for c in _dedupe(sentence, out)
-            if c.evidence is None or role_mismatch(sentence[c.start : c.end], sentence, c.replacement, c.evidence) is None
+            if c.evidence is None or value_problem(sentence[c.start : c.end], sentence, c.replacement, c.evidence) is None
         ]  # fmt: skip
 
 
