@@ -133,6 +133,8 @@ def corrections_text(reports: Sequence[SentenceReport]) -> Text:
             text.append(f"#{report.index} flagged, left as written: ", style="bold red")
             text.append(f"{report.text.strip()}\n")
             text.append(f"   why: {revision.reason}\n", style="dim")
+            if revision.suggested and revision.suggested != report.text:
+                text.append(f"   suggested, not applied: {revision.suggested.strip()}\n", style="yellow")
         if revision.evidence_sentence:
             text.append(f"   evidence: {revision.evidence_sentence.strip()}\n", style="cyan")
     return text
