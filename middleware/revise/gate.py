@@ -70,17 +70,18 @@ class EditGate:
             return Revision(status="flagged", reason=problem, suggested=result.text, evidence_id=result.evidence_id,
                             evidence_sentence=grounding)  # fmt: skip
         passage = _passage_of(result, evidence)
-        premise = evidence_premise(
-            grounding, passage.text if passage is not None else None, passage.title if passage is not None else None
-        )
-        single = [Passage(id=passage.id if passage else "evidence", text=premise, provider="gate", source="gate")]
+        text, title = (passage.text, passage.title) if passage is not None else (None, None)
+        premises = list(dict.fromkeys([evidence_premise(grounding, None, title), evidence_premise(grounding, text, title)]))
+        single = [Passage(id=passage.id if passage else "evidence", text=premises[0], provider="gate", source="gate")]
         before = await self.verifier.verify(result.original, single, context)
         after = await self.verifier.verify(result.text, single, context)
         scores: dict[str, float] = {}
-        if self.nli is not None:
-            probs = await self.nli.probabilities([(premise, result.original), (premise, result.text)])
-            scores["evidence_contradicts_original"] = round(float(probs[0, _CONTRADICT]), 4)
-            scores["evidence_entails_edited"] = round(float(probs[1, _ENTAIL]), 4)
+        if self.nli is not None:  # the sentence alone, or with the one it continues: whichever reads better
+            probs = await self.nli.probabilities(
+                [pair for premise in premises for pair in ((premise, result.original), (premise, result.text))]
+            )
+            scores["evidence_contradicts_original"] = round(float(probs[0::2, _CONTRADICT].max()), 4)
+            scores["evidence_entails_edited"] = round(float(probs[1::2, _ENTAIL].max()), 4)
         flag = _Flagger(self, result, grounding, scores)
         if before.label != "contradictory" and not _replaces_disagreeing_slots(result):
             return flag("the evidence sentence does not contradict the original sentence")
