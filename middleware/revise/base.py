@@ -54,6 +54,11 @@ class EditResult:
         return cls(original=sentence, text=sentence, rejected=reason, backend=backend)
 
     @classmethod
+    def flagged(cls, sentence: str, revision: Revision, backend: str | None = None) -> EditResult:
+        """The sentence left as written because of ``revision`` (the gate's decision)."""
+        return cls(original=sentence, text=sentence, rejected=revision.reason, backend=backend, revision=revision)
+
+    @classmethod
     def from_buffer(
         cls, buffer: EditBuffer, backend: str, reason: str, verdict: Verdict | None = None
     ) -> EditResult:

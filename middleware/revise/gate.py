@@ -10,12 +10,13 @@ An editor's revision is applied only if
    pronoun, no name the sentence already has elsewhere, no name the evidence sentence also
    names (that is a swapped role, not a wrong name), the resulting name as the evidence
    writes it, and no 'one' before a plural noun;
-2. that sentence (with the sentence before it in its passage when it opens with a pronoun)
-   contradicts the original sentence: the pipeline's verifier on that sentence alone finds
-   a contradiction, or every change puts the sentence's own number, date or name in place
-   of one of the same type that disagrees with it;
+2. that sentence (decontextualised: a leading pronoun becomes its passage's title,
+   ``evidence_premise``) contradicts the original sentence: the pipeline's verifier on that
+   sentence alone finds a contradiction, or every change puts the sentence's own number,
+   date or name in place of one of the same type that disagrees with it;
 3. it entails the edited sentence: the verifier finds no contradiction there, and the NLI
-   model's P(entailment) reaches ``min_entailment`` (the model's calibrated high-precision
+   model's P(entailment), reading the sentence alone or with the one it continues (the
+   better of the two), reaches ``min_entailment`` (the model's calibrated high-precision
    threshold; without an NLI model the verifier must find the edit attributable, or find
    every number, date and name of the edited sentence in that evidence sentence);
 4. the edited sentence does not contradict what the answer already said (NLI from the
@@ -38,7 +39,6 @@ from middleware.types import NLI_LABELS, Edit, Passage, Revision, Verdict
 
 _ENTAIL = NLI_LABELS.index("attributable")
 _CONTRADICT = NLI_LABELS.index("contradictory")
-_OPENS_WITH_PRONOUN = re.compile(r"^\W*(it|its|he|his|she|her|they|their|this|these|those|there)\b", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -63,12 +63,11 @@ class EditGate:
             return Revision(status="flagged", reason=result.rejected or "no edit was found")
         sentences = {e.evidence for e in result.edits}
         if None in sentences or len(sentences) != 1:
-            return self._flag(result, "the edits do not come from one evidence sentence")
+            return _flagged(result, "the edits do not come from one evidence sentence")
         grounding = next(iter(sentences))
         assert grounding is not None
         if (problem := form_problem(result, grounding, self.policy.wording)) is not None:
-            return Revision(status="flagged", reason=problem, suggested=result.text, evidence_id=result.evidence_id,
-                            evidence_sentence=grounding)  # fmt: skip
+            return _flagged(result, problem, grounding)
         passage = _passage_of(result, evidence)
         text, title = (passage.text, passage.title) if passage is not None else (None, None)
         premises = list(dict.fromkeys([evidence_premise(grounding, None, title), evidence_premise(grounding, text, title)]))
@@ -82,7 +81,10 @@ class EditGate:
             )
             scores["evidence_contradicts_original"] = round(float(probs[0::2, _CONTRADICT].max()), 4)
             scores["evidence_entails_edited"] = round(float(probs[1::2, _ENTAIL].max()), 4)
-        flag = _Flagger(self, result, grounding, scores)
+
+        def flag(reason: str) -> Revision:
+            return _flagged(result, reason, grounding, scores)
+
         if before.label != "contradictory" and not _replaces_disagreeing_slots(result):
             return flag("the evidence sentence does not contradict the original sentence")
         if after.label == "contradictory":
@@ -109,26 +111,19 @@ class EditGate:
             scores=scores,
         )
 
-    def _flag(self, result: EditResult, reason: str) -> Revision:
-        return Revision(status="flagged", reason=reason, suggested=result.text, evidence_id=result.evidence_id)
 
-
-@dataclass
-class _Flagger:
-    gate: EditGate
-    result: EditResult
-    grounding: str
-    scores: dict[str, float]
-
-    def __call__(self, reason: str) -> Revision:
-        return Revision(
-            status="flagged",
-            reason=reason,
-            suggested=self.result.text,
-            evidence_id=self.result.evidence_id,
-            evidence_sentence=self.grounding,
-            scores=self.scores,
-        )
+def _flagged(
+    result: EditResult, reason: str, grounding: str | None = None, scores: dict[str, float] | None = None
+) -> Revision:
+    """The revision refused: the sentence stays as written, with what was suggested and why."""
+    return Revision(
+        status="flagged",
+        reason=reason,
+        suggested=result.text,
+        evidence_id=result.evidence_id,
+        evidence_sentence=grounding,
+        scores=scores or {},
+    )
 
 
 def _replaces_disagreeing_slots(result: EditResult) -> bool:
@@ -247,10 +242,10 @@ def _name_run(text: str, start: int, length: int) -> str:
     def linked(i: int, step: int) -> bool:  # 'the' in 'Peter the Great'
         return 0 <= i < len(tokens) and tokens[i][2] in _NAME_LINKS and is_name(i + step)
 
-    first, last = inside[0], inside[-1]
     def spaced(i: int, j: int) -> bool:  # nothing but spaces between tokens i and j
         return 0 <= i < len(tokens) and 0 <= j < len(tokens) and not text[tokens[i][1] : tokens[j][0]].strip()
 
+    first, last = inside[0], inside[-1]
     while (is_name(first - 1) or linked(first - 1, -1)) and spaced(first - 1, first):
         first -= 1
     while (is_name(last + 1) or linked(last + 1, 1)) and spaced(last, last + 1):

@@ -67,10 +67,11 @@ class GuardedEditor:
         if not evidence:
             return EditResult.unchanged(sentence, "no evidence", self.name)
         if self.gate is not None and (reason := _swapped_roles(verdict)) is not None:
-            return replace(EditResult.unchanged(sentence, reason, self.name), revision=Revision(
+            revision = Revision(
                 status="flagged", reason=reason, evidence_id=verdict.evidence_id,
                 evidence_sentence=verdict.evidence_sentence,
-            ))  # fmt: skip
+            )  # fmt: skip
+            return EditResult.flagged(sentence, revision, self.name)
         result = await self.inner.edit(sentence, verdict, evidence, context)
         if result.changed and (reason := self.guard.check(sentence, result.text)) is not None:
             log.info("edit refused (%s): %r -> %r", reason, sentence, result.text)
@@ -79,7 +80,7 @@ class GuardedEditor:
             return result
         revision = await self.gate.review(result, evidence, context)
         if revision.status != "applied":
-            return replace(EditResult.unchanged(sentence, revision.reason, self.name), revision=revision)
+            return EditResult.flagged(sentence, revision, self.name)
         return replace(result, revision=revision)
 
 

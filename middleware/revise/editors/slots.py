@@ -130,7 +130,7 @@ class SlotsEditor:
             revision = await self.gate.review(result, evidence, context)
             if revision.status == "applied":
                 return replace(result, revision=revision)
-            last_refusal = replace(EditResult.unchanged(sentence, revision.reason, self.name), revision=revision)
+            last_refusal = EditResult.flagged(sentence, revision, self.name)
             if revision.evidence_sentence is None:
                 break
             refused.add(revision.evidence_sentence)
