@@ -121,3 +121,9 @@ def passages_from_texts(texts: Sequence[str], provider: str = "input") -> list[P
     return [
         Passage(id=str(i), text=t, provider=provider, source=f"evidence[{i}]") for i, t in enumerate(texts)
     ]
+
+
+def first_given(*values: float | None) -> float:
+    """The first value that is not None: an explicit setting, else a model's calibrated one,
+    else the default."""
+    return next(float(v) for v in values if v is not None)

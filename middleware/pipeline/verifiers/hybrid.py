@@ -23,7 +23,7 @@ import asyncio
 
 from middleware.pipeline.alignment import split_passages
 from middleware.pipeline.slots import analyse
-from middleware.pipeline.verifiers.base import DetailedVerdict, ordered
+from middleware.pipeline.verifiers.base import DetailedVerdict, first_given, ordered
 from middleware.pipeline.verifiers.nli import NLIVerifier
 from middleware.pipeline.verifiers.slots import SlotsVerifier
 from middleware.types import NLI_LABELS, Passage
@@ -46,13 +46,9 @@ class HybridVerifier:
         self.slots = slots
         # given, else tuned with this NLI model on dev data (its manifest), else 0.9
         decision = getattr(nli, "decision", None)
-        self.strong_entailment = next(
-            v for v in (strong_entailment, getattr(decision, "hybrid_strong_entailment", None), 0.9) if v is not None
-        )
-        self.nli_only_contradiction = next(
-            v
-            for v in (nli_only_contradiction, getattr(decision, "hybrid_nli_only_contradiction", None), 0.9)
-            if v is not None
+        self.strong_entailment = first_given(strong_entailment, getattr(decision, "hybrid_strong_entailment", None), 0.9)
+        self.nli_only_contradiction = first_given(
+            nli_only_contradiction, getattr(decision, "hybrid_nli_only_contradiction", None), 0.9
         )
 
     async def verify(

@@ -15,7 +15,7 @@ import numpy as np
 from middleware.interfaces import PairScorer
 from middleware.pipeline.lexical import BM25, terms
 from middleware.pipeline.sentences import split_sentences
-from middleware.pipeline.verifiers.base import DetailedVerdict, to_verdict_label
+from middleware.pipeline.verifiers.base import DetailedVerdict, first_given, to_verdict_label
 from middleware.types import NLI_LABELS, Passage
 
 _TOKEN = re.compile(r"\w+|[^\w\s]")
@@ -103,9 +103,9 @@ class NLIVerifier:
         decision = getattr(manifest, "decision", None)
         self.decision = decision  # calibrated thresholds of the model, or None
         # thresholds: given, else calibrated on dev data (the model's manifest), else 0.5 / 0.7
-        self.entail_threshold = _first(entail_threshold, getattr(decision, "entailment", None), 0.5)
-        self.contradiction_threshold = _first(contradiction_threshold, getattr(decision, "contradiction", None), 0.7)
-        self.precise_entailment = _first(getattr(decision, "precise_entailment", None), max(0.5, self.entail_threshold))
+        self.entail_threshold = first_given(entail_threshold, getattr(decision, "entailment", None), 0.5)
+        self.contradiction_threshold = first_given(contradiction_threshold, getattr(decision, "contradiction", None), 0.7)
+        self.precise_entailment = first_given(getattr(decision, "precise_entailment", None), max(0.5, self.entail_threshold))
         self.min_align = min_align
         self.cache_size = cache_size
         self._cache: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()
@@ -182,6 +182,3 @@ class NLIVerifier:
             evidence_span=(window.start, window.end),
         )
 
-
-def _first(*values: float | None) -> float:
-    return next(float(v) for v in values if v is not None)

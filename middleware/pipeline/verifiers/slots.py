@@ -125,8 +125,7 @@ class SlotsVerifier:
         passages = [p.text for p in evidence] if evidence else None
         support = {s: ln for s in analysis.slots if (ln := _first_support(s, lines, passages)) is not None}
         unsupported = [s for s in analysis.slots if s not in support]
-        topics = [_topic(p) for p in evidence] if evidence else None
-        return self._contradicted(analysis, lines, support, unsupported, passages, topics) or self._supported(
+        return self._contradicted(analysis, lines, support, unsupported, evidence) or self._supported(
             analysis, lines, support, unsupported
         )
 
@@ -136,8 +135,7 @@ class SlotsVerifier:
         lines: list[_Line],
         support: dict[Slot, _Line],
         unsupported: list[Slot],
-        passages: list[str] | None = None,
-        topics: list[_Topic] | None = None,
+        evidence: list[Passage] | None = None,
     ) -> DetailedVerdict | None:
         event_lines = _event_lines(claim, lines)
         found = [m for s in unsupported if (m := self._conflict(s, claim, event_lines, support)) is not None]
@@ -146,7 +144,7 @@ class SlotsVerifier:
             for m in (
                 self._negation_conflict(claim, lines),
                 self._antonym_conflict(claim, lines),
-                self._role_conflict(claim, lines, passages, topics),
+                self._role_conflict(claim, lines, evidence),
             )
             if m
         ]
@@ -250,7 +248,7 @@ class SlotsVerifier:
         return None
 
     def _role_conflict(
-        self, claim: Analysis, lines: list[_Line], passages: list[str] | None, topics: list[_Topic] | None = None
+        self, claim: Analysis, lines: list[_Line], evidence: list[Passage] | None
     ) -> _Found | None:
         """A claim participant whose role (agent, patient, from, to ... of a verb) the evidence
         gives to someone else, while naming the claim's participant too (in that sentence, or
@@ -261,11 +259,14 @@ class SlotsVerifier:
             c for c in participants(claim)
             if c.slot is not None and c.slot.label in _ACTORS and c.name.lower() not in _ANAPHORS
         ]  # fmt: skip
+        if not claimed:
+            return None
         for line in lines:
             if line.score < self.strong_align:
                 continue
             index = line.aligned.sentence.passage_index
-            topic, pronouns = topics[index] if topics is not None and index < len(topics) else (None, frozenset())
+            passage = evidence[index] if evidence is not None and index < len(evidence) else None
+            topic, pronouns = _topic(passage) if passage is not None else (None, frozenset())
             stated = participants(line.analysis, topic, pronouns)
             for c in claimed:
                 holders = [e for e in stated if e.verb == c.verb and e.role == c.role and e.name[:1].isupper()]
@@ -276,9 +277,9 @@ class SlotsVerifier:
                     if not any(o.verb == c.verb and o.role == c.role and _share_word(o.name, e.name) for o in claimed)
                 ]  # fmt: skip
                 named = mentions(line.analysis.text, c.name) or (topic is not None and _share_word(topic, c.name))
-                if not named and passages is not None:  # a swap across sentences of one passage
+                if not named and passage is not None:  # a swap across sentences of one passage
                     swapped_in = any(mentions(claim.text, o.name) for o in others)
-                    named = swapped_in and mentions(passages[index], c.name)
+                    named = swapped_in and mentions(passage.text, c.name)
                 if others and named:
                     holder = others[0].slot
                     span = line.offset(holder.start, holder.end) if holder is not None else None
