@@ -11,6 +11,12 @@ from typing import Annotated
 import typer
 
 Paths = Annotated[list[Path], typer.Option(help="repeatable")]
+# the options that rebuild a training run's held-out dev split (eval-verifier, calibrate-verifier)
+ModelDir = Annotated[Path, typer.Option(help="exported NLI model directory")]
+RunData = Annotated[list[Path], typer.Option("--data", help="pairs.jsonl sources of the run (dev split)")]
+RunSynthetic = Annotated[Path | None, typer.Option(help="the run's synthetic.jsonl (same dev split)")]
+DevSeed = Annotated[int | None, typer.Option(help="dev split seed (default: from train_meta.json)")]
+DevSize = Annotated[int | None, typer.Option(help="dev split size (default: from train_meta.json)")]
 
 
 def register(app: typer.Typer) -> None:
@@ -186,13 +192,13 @@ def _synthetic(wikitext, corpus, per_label, max_passages, seed, out_file: Path):
 
 
 def eval_verifier(
-    model: Annotated[Path, typer.Option(help="exported NLI model directory")] = Path("onnx_models/verifier"),
-    data: Annotated[list[Path], typer.Option("--data", help="pairs.jsonl sources of the run (dev split)")] = [],
-    synthetic: Annotated[Path | None, typer.Option(help="the run's synthetic.jsonl (same dev split)")] = None,
+    model: ModelDir = Path("onnx_models/verifier"),
+    data: RunData = [],
+    synthetic: RunSynthetic = None,
     wice: Annotated[Path | None, typer.Option(help="WiCE claim_dev.jsonl")] = None,
     fever_symmetric: Annotated[Path | None, typer.Option(help="fever_symmetric_dev.jsonl")] = None,
-    seed: Annotated[int | None, typer.Option(help="dev split seed (default: from train_meta.json)")] = None,
-    dev_size: Annotated[int | None, typer.Option(help="dev split size (default: from train_meta.json)")] = None,
+    seed: DevSeed = None,
+    dev_size: DevSize = None,
     latency_pairs: Annotated[int, typer.Option(help="pairs timed for latency (0: skip)")] = 200,
     threads: int = 2,
     out: Annotated[Path | None, typer.Option(help="also write the results here (JSON)")] = None,
@@ -237,11 +243,11 @@ def _dev_pairs(model: Path, data: list[Path], synthetic: Path | None, seed: int 
 
 
 def calibrate_verifier(
-    model: Annotated[Path, typer.Option(help="exported NLI model directory")] = Path("onnx_models/verifier"),
-    data: Annotated[list[Path], typer.Option("--data", help="pairs.jsonl sources of the run (dev split)")] = [],
-    synthetic: Annotated[Path | None, typer.Option(help="the run's synthetic.jsonl (same dev split)")] = None,
-    seed: Annotated[int | None, typer.Option(help="dev split seed (default: from train_meta.json)")] = None,
-    dev_size: Annotated[int | None, typer.Option(help="dev split size (default: from train_meta.json)")] = None,
+    model: ModelDir = Path("onnx_models/verifier"),
+    data: RunData = [],
+    synthetic: RunSynthetic = None,
+    seed: DevSeed = None,
+    dev_size: DevSize = None,
     target_precision: Annotated[
         float, typer.Option(help="precision of 'supported' on dev that an applied edit needs")
     ] = 0.9,
