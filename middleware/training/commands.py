@@ -277,8 +277,9 @@ def calibrate_verifier(
         hybrid.nli.entail_threshold = calibration.entailment
         hybrid.nli.contradiction_threshold = calibration.contradiction
         tuned = tune_hybrid(dev, hybrid, hybrid_pairs)
-        metrics |= {k: v for k, v in tuned.items() if not k.startswith("hybrid_") or "accuracy" in k or "pairs" in k}
-        hybrid_cuts = {k: tuned[k] for k in ("hybrid_strong_entailment", "hybrid_nli_only_contradiction")}
+        cuts = ("hybrid_strong_entailment", "hybrid_nli_only_contradiction")
+        hybrid_cuts = {k: tuned[k] for k in cuts}
+        metrics |= {k: v for k, v in tuned.items() if k not in cuts}  # the hybrid's accuracy and pair count
     decision = Decision(
         entailment=calibration.entailment,
         contradiction=calibration.contradiction,
