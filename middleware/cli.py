@@ -12,7 +12,7 @@ app = typer.Typer(help="Streaming fact-checking middleware for OpenAI-compatible
 # Each module defines ``register(app: typer.Typer) -> None``.
 _COMMAND_MODULES = (
     "middleware.server.commands",  # serve, demo
-    "middleware.runtime.commands",  # export, bench-runtime
+    "middleware.runtime.commands",  # export
     "middleware.evidence.commands",  # index, search
     "middleware.pipeline.commands",  # verify, eval-verify
     "middleware.pipeline.check_commands",  # check, eval-check

@@ -16,7 +16,7 @@ import aiohttp
 import pytest
 from aiohttp import web
 
-from adapters.llm import ChatClient
+from adapters.chat_client import ChatClient
 from adapters.search.client import HttpClient, RetryPolicy
 from adapters.search.searxng import SearxngSource
 from middleware.evidence.relevance import RelevanceRanker

@@ -15,14 +15,14 @@ import re
 import pytest
 from aiohttp import web
 
-from adapters.llm import ChatClient
+from adapters.chat_client import ChatClient
 from middleware.evidence.relevance import RelevanceRanker
 from middleware.pipeline.cqgen import LLMQuestionGenerator
 from middleware.pipeline.decontext import NoDecontextualiser
 from middleware.pipeline.factchecker import FactChecker, PipelineParts
-from middleware.pipeline.llm import UNTRUSTED_NOTE
+from middleware.pipeline.prompts import UNTRUSTED_NOTE
 from middleware.pipeline.verifiers import LLMVerifier
-from middleware.revise.editors.llm import LLMEditor
+from middleware.revise.editors.llm_editor import LLMEditor
 from middleware.server.commands import start_site
 from middleware.types import Passage, Verdict
 from middleware.sse import delta_content

@@ -8,7 +8,7 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-from adapters.llm import ChatClient
+from adapters.chat_client import ChatClient
 from middleware.cli import app
 from middleware.pipeline.verifiers import SlotsVerifier, passages_from_texts
 from middleware.pipeline.verifiers.base import DetailedVerdict, Mismatch

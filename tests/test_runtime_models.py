@@ -207,7 +207,7 @@ def test_classifier_fp32_matches_pytorch(task: str, checkpoints: dict[str, Path]
 
 
 def _raw_logits(directory: Path, pairs: list[tuple[str, str]]) -> np.ndarray:
-    from middleware.runtime.session import OnnxSession
+    from middleware.runtime.onnx_session import OnnxSession
     from middleware.runtime.tokenizer import TextTokenizer
 
     manifest = read_manifest(directory)

@@ -10,7 +10,7 @@ import onnxruntime as ort
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from middleware.runtime.session import (
+from middleware.runtime.onnx_session import (
     CPU,
     CUDA,
     OnnxSession,

@@ -129,37 +129,6 @@ def eval_verify(
     asyncio.run(run())
 
 
-def bench_verify(
-    backend: Annotated[list[str] | None, typer.Option(help=_BACKEND_HELP + "; repeatable")] = None,
-    n: Annotated[int, typer.Option(help="claims per run")] = 100,
-    concurrency: Annotated[
-        list[int] | None, typer.Option(help="concurrent verifications; repeatable")
-    ] = None,
-) -> None:
-    """Verification latency: a claim against five 4-sentence demo-corpus passages. The first
-    pass over new claims is cold (parse, embed, score); the second repeats them (caches)."""
-    from middleware.pipeline.benchmark import bench, demo_cases
-
-    typer.echo(f"{'backend':8} {'conc':>4} {'pass':5} {'p50 ms':>8} {'p95 ms':>8} {'claims/s':>9}")
-
-    async def run() -> None:
-        for b, name in enumerate(backend or ["slots"]):
-            verifier = _verifier(name)
-            warmup = demo_cases(1, seed=-1)[0]
-            await verifier.verify(warmup.claim, passages_from_texts(warmup.evidence))  # load models
-            for level in concurrency or [1]:
-                cases = demo_cases(n, seed=1000 * b + level)  # new claims: the first pass is cold
-                for label in ("cold", "warm"):
-                    stats = await bench(verifier, cases, level)
-                    typer.echo(
-                        f"{verifier.name:8} {level:4d} {label:5} {stats['p50_ms']:8.1f} {stats['p95_ms']:8.1f} "
-                        f"{stats['claims_per_s']:9.1f}"
-                    )
-
-    asyncio.run(run())
-
-
 def register(app: typer.Typer) -> None:
     app.command("verify")(verify)
     app.command("eval-verify")(eval_verify)
-    app.command("bench-verify")(bench_verify)

@@ -16,7 +16,7 @@ from typing import Any, Protocol, runtime_checkable
 from rapidfuzz import fuzz
 from spacy.tokens import Span, Token
 
-from middleware.pipeline.llm import ChatModel, cqgen_messages, parse_questions
+from middleware.pipeline.prompts import ChatModel, cqgen_messages, parse_questions
 from middleware.pipeline.quantities import Quantity
 from middleware.pipeline.slots import Analysis, Slot, analyse
 from middleware.types import Question

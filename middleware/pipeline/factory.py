@@ -1,6 +1,6 @@
 """Build the pipeline's backends by name from settings (the composition root for this
 package). Models are loaded through ``middleware.runtime``; LLM backends use
-``adapters.llm.ChatClient``. Every builder takes ready objects too, so tests and callers
+``adapters.chat_client.ChatClient``. Every builder takes ready objects too, so tests and callers
 can inject their own (an embedder, a pair scorer, a chat model)."""
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from middleware.pipeline.decontext import (
     NoDecontextualiser,
     SpacyDecontextualiser,
 )
-from middleware.pipeline.llm import ChatModel
+from middleware.pipeline.prompts import ChatModel
 from middleware.pipeline.verifiers import HybridVerifier, LLMVerifier, NLIVerifier, SlotsVerifier, Verifier
 from middleware.settings import Settings
 
@@ -64,7 +64,7 @@ def load_nli_scorer(settings: Settings) -> PairScorer:
 
 
 def chat_model(settings: Settings, **overrides: Any) -> ChatModel:
-    from adapters.llm import ChatClient
+    from adapters.chat_client import ChatClient
 
     return ChatClient.from_settings(settings, **overrides)
 

@@ -7,7 +7,7 @@ from middleware.revise.edits import EditBuffer, apply_edits, diff_edits
 from middleware.revise.factory import build_editor, build_eval_verifier
 from middleware.revise.fava import FavaSpan, FavaText, edited_text, original_text, parse, render
 from middleware.revise.guards import EditGuard, GuardedEditor, editable
-from middleware.revise.metrics import attribution, edit_classes, f1_ap, preservation
+from middleware.revise.edit_metrics import attribution, edit_classes, f1_ap, preservation
 
 __all__ = [
     "EditBuffer",

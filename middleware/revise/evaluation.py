@@ -10,7 +10,7 @@ from typing import Any
 
 from middleware.pipeline.verifiers.base import Verifier, passages_from_texts
 from middleware.revise.base import Editor
-from middleware.revise.metrics import EditReport, EditScore, attribution, preservation
+from middleware.revise.edit_metrics import EditReport, EditScore, attribution, preservation
 from middleware.revise.runner import revise
 
 

@@ -6,11 +6,11 @@ import logging
 from pathlib import Path
 
 from middleware.pipeline.alignment import Aligner
-from middleware.pipeline.llm import ChatModel
+from middleware.pipeline.prompts import ChatModel
 from middleware.pipeline.verifiers import HybridVerifier, NLIVerifier, SlotsVerifier, Verifier
-from middleware.revise.editors.llm import LLMEditor
-from middleware.revise.editors.seq2seq import Seq2SeqEditor, read_template
-from middleware.revise.editors.slots import SlotsEditor
+from middleware.revise.editors.llm_editor import LLMEditor
+from middleware.revise.editors.seq2seq_editor import Seq2SeqEditor, read_template
+from middleware.revise.editors.slots_editor import SlotsEditor
 from middleware.revise.gate import EditGate, GatePolicy
 from middleware.revise.guards import EditGuard, GuardedEditor
 from middleware.settings import Settings
@@ -44,7 +44,7 @@ def build_editor(
         return GuardedEditor(SlotsEditor(verifier, aligner=aligner, guard=guard, gate=gate), guard, gate)
     if name == "llm":
         if chat is None:
-            from adapters.llm import ChatClient  # composition root: the engine does not import adapters
+            from adapters.chat_client import ChatClient  # composition root: the engine does not import adapters
 
             chat = ChatClient.from_settings(settings)
         return GuardedEditor(LLMEditor(chat, guard=guard), guard, gate)

@@ -2,14 +2,14 @@
 (chain of thought: what the statement implies, what the evidence implies, then agree or
 disagree) and the edit (first name the span to change, then its replacement, minimally).
 
-Statement, evidence and context go in only inside nonce fences (``pipeline.llm.fence``);
+Statement, evidence and context go in only inside nonce fences (``pipeline.prompts.fence``);
 the parsers read fixed line prefixes and never follow free text."""
 
 from __future__ import annotations
 
 import re
 
-from middleware.pipeline.llm import UNTRUSTED_NOTE, fence
+from middleware.pipeline.prompts import UNTRUSTED_NOTE, fence
 
 _AGREEMENT_EXAMPLES = """Statement: The Eiffel Tower was completed in 1899 for the World's Fair.
 Evidence: The Eiffel Tower was built for the 1889 World's Fair and completed in March 1889.

@@ -24,7 +24,7 @@ from typing import Any
 import torch
 
 from middleware.revise.data import read_lines
-from middleware.revise.editors.seq2seq import EDITOR_CONFIG, FID_TEMPLATE, fid_inputs
+from middleware.revise.editors.seq2seq_editor import EDITOR_CONFIG, FID_TEMPLATE, fid_inputs
 
 log = logging.getLogger(__name__)
 

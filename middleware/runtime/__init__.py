@@ -7,7 +7,7 @@ from middleware.runtime.loading import clear_models, load_embedder, load_pair_sc
 from middleware.runtime.resolve import cache_dir, resolve_model
 from middleware.runtime.scorer import OnnxPairScorer
 from middleware.runtime.seq2seq import OnnxSeq2Seq, fuse
-from middleware.runtime.session import OnnxSession, ProviderUnavailable, choose_providers, get_session
+from middleware.runtime.onnx_session import OnnxSession, ProviderUnavailable, choose_providers, get_session
 
 __all__ = [
     "BatcherClosed",

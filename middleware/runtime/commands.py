@@ -1,4 +1,4 @@
-"""``factcheck export`` and ``factcheck bench-runtime``."""
+"""``factcheck export``."""
 
 from __future__ import annotations
 
@@ -38,17 +38,5 @@ def export(
     typer.echo(f"{target}\n" + json.dumps({k: manifest[k] for k in ("task", "quantization", "labels", "max_length")}))
 
 
-def bench_runtime(
-    concurrency: Annotated[str, typer.Option(help="comma-separated client counts")] = "1,8,32",
-    rounds: Annotated[int, typer.Option(help="rounds; the table shows medians")] = 5,
-    seconds: Annotated[float, typer.Option(help="duration of one (system, concurrency) cell")] = 2.0,
-) -> None:
-    """Embeddings/s and p50/p99 latency: PyTorch unbatched vs ONNX fp32/int8 micro-batched."""
-    from load_tests.bench_runtime import main
-
-    main(["--concurrency", concurrency, "--rounds", str(rounds), "--seconds", str(seconds)])
-
-
 def register(app: typer.Typer) -> None:
     app.command("export")(export)
-    app.command("bench-runtime")(bench_runtime)

@@ -10,7 +10,7 @@ import numpy as np
 from tokenizers import Encoding
 
 from middleware.runtime.batcher import MicroBatcher
-from middleware.runtime.session import OnnxSession, get_session
+from middleware.runtime.onnx_session import OnnxSession, get_session
 from middleware.runtime.tokenizer import TextTokenizer
 from middleware.settings import RuntimeSettings
 from onnx_models.manifest import Manifest, read_manifest

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from middleware.runtime.session import get_session
+from middleware.runtime.onnx_session import get_session
 from middleware.runtime.tokenizer import TextTokenizer
 from middleware.settings import RuntimeSettings
 from onnx_models.manifest import read_manifest

@@ -8,9 +8,9 @@ from middleware.pipeline.verifiers.base import (
     to_verdict_label,
 )
 from middleware.pipeline.verifiers.hybrid import HybridVerifier
-from middleware.pipeline.verifiers.llm import LLMVerifier
+from middleware.pipeline.verifiers.llm_verifier import LLMVerifier
 from middleware.pipeline.verifiers.nli import NLIAssessment, NLIVerifier, Window, build_windows
-from middleware.pipeline.verifiers.slots import SlotsVerifier
+from middleware.pipeline.verifiers.slots_verifier import SlotsVerifier
 
 __all__ = [
     "DetailedVerdict",

@@ -25,7 +25,7 @@ from middleware.pipeline.alignment import split_passages
 from middleware.pipeline.slots import analyse
 from middleware.pipeline.verifiers.base import DetailedVerdict, first_given, ordered
 from middleware.pipeline.verifiers.nli import NLIVerifier
-from middleware.pipeline.verifiers.slots import SlotsVerifier
+from middleware.pipeline.verifiers.slots_verifier import SlotsVerifier
 from middleware.types import NLI_LABELS, Passage
 
 _DECISIVE = ("number", "quantity", "date", "role")

@@ -9,7 +9,7 @@ import asyncio
 import logging
 
 from middleware.pipeline.lexical import BM25, terms
-from middleware.pipeline.llm import ChatModel, attrscore_messages, parse_attrscore
+from middleware.pipeline.prompts import ChatModel, attrscore_messages, parse_attrscore
 from middleware.pipeline.verifiers.base import DetailedVerdict, ordered
 from middleware.types import NLI_LABELS, Passage
 

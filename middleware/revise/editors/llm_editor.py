@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 
-from middleware.pipeline.llm import ChatModel
+from middleware.pipeline.prompts import ChatModel
 from middleware.pipeline.verifiers.base import DetailedVerdict
 from middleware.revise.base import EditResult, ranked_evidence
 from middleware.revise.edits import EditBuffer, classify

@@ -7,10 +7,10 @@ import re
 
 import pytest
 
-from adapters.llm import ChatClient, LLMError
+from adapters.chat_client import ChatClient, LLMError
 from middleware.pipeline.cqgen import LLMQuestionGenerator
 from middleware.pipeline.decontext import LLMDecontextualiser
-from middleware.pipeline.llm import fence, parse_attrscore, parse_questions
+from middleware.pipeline.prompts import fence, parse_attrscore, parse_questions
 from middleware.pipeline.verifiers import LLMVerifier, passages_from_texts
 from middleware.settings import load_settings
 from tests.pipeline_doubles import LoopbackChat, fenced, unfenced

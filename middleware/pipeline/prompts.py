@@ -1,5 +1,5 @@
 """What the pipeline's LLM backends share: the ``ChatModel`` interface (implemented by
-``adapters.llm.ChatClient`` or any OpenAI-compatible client), the fencing of untrusted
+``adapters.chat_client.ChatClient`` or any OpenAI-compatible client), the fencing of untrusted
 text, and the prompts with their output parsers (RARR CQGen, AttrScore judging,
 decontextualisation).
 

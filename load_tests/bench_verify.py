@@ -1,6 +1,10 @@
 """Verification latency on streaming-sized inputs: one claim against five 4-sentence
 passages, as the checker sees them after search. Claims are sentences of the packaged demo
-corpus, half of them with a number changed."""
+corpus, half of them with a number changed. The first pass over new claims is cold (parse,
+embed, score); the second repeats them (caches).
+
+    python -m load_tests.bench_verify --backend slots --backend nli --concurrency 1 --concurrency 8
+"""
 
 from __future__ import annotations
 
@@ -11,11 +15,15 @@ import statistics
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Annotated
 
+import typer
+
+from middleware.evidence.index import DEMO_CORPUS
+from middleware.pipeline.factory import build_verifier
 from middleware.pipeline.sentences import split_sentences
 from middleware.pipeline.verifiers import Verifier, passages_from_texts
-
-DEMO_CORPUS = Path(__file__).resolve().parent.parent / "evidence" / "demo_corpus"
+from middleware.settings import load_settings
 
 
 @dataclass(frozen=True)
@@ -73,3 +81,37 @@ async def bench(verifier: Verifier, cases: list[Case], concurrency: int = 1) -> 
         "mean_ms": statistics.fmean(ordered),
         "claims_per_s": len(cases) / wall,
     }
+
+
+def main(
+    backend: Annotated[
+        list[str] | None, typer.Option(help="verifier backend: slots, nli, hybrid or llm; repeatable")
+    ] = None,
+    n: Annotated[int, typer.Option(help="claims per run")] = 100,
+    concurrency: Annotated[
+        list[int] | None, typer.Option(help="concurrent verifications; repeatable")
+    ] = None,
+) -> None:
+    """Per-claim verification latency, cold then warm, per backend and concurrency."""
+    typer.echo(f"{'backend':8} {'conc':>4} {'pass':5} {'p50 ms':>8} {'p95 ms':>8} {'claims/s':>9}")
+
+    async def run() -> None:
+        settings = load_settings()
+        for b, name in enumerate(backend or ["slots"]):
+            verifier = build_verifier(settings, name)
+            warmup = demo_cases(1, seed=-1)[0]
+            await verifier.verify(warmup.claim, passages_from_texts(warmup.evidence))  # load models
+            for level in concurrency or [1]:
+                cases = demo_cases(n, seed=1000 * b + level)  # new claims: the first pass is cold
+                for label in ("cold", "warm"):
+                    stats = await bench(verifier, cases, level)
+                    typer.echo(
+                        f"{verifier.name:8} {level:4d} {label:5} {stats['p50_ms']:8.1f} {stats['p95_ms']:8.1f} "
+                        f"{stats['claims_per_s']:9.1f}"
+                    )
+
+    asyncio.run(run())
+
+
+if __name__ == "__main__":
+    typer.run(main)

@@ -1,7 +1,7 @@
 """A small OpenAI-compatible chat client on aiohttp, used by every ``llm`` backend of the
 pipeline (CQGen, verification, decontextualisation, editing). It implements
-``middleware.pipeline.llm.ChatModel``. Prompts fence untrusted text themselves
-(``middleware.pipeline.llm.fence``); this client only moves messages."""
+``middleware.pipeline.prompts.ChatModel``. Prompts fence untrusted text themselves
+(``middleware.pipeline.prompts.fence``); this client only moves messages."""
 
 from __future__ import annotations
 
