@@ -47,7 +47,7 @@ from aiohttp import web
 
 from adapters.demo_upstream import DemoUpstream, _completion, tokenize
 from middleware.evidence.index import DEMO_CORPUS, ensure_demo_index
-from middleware.grounding import request_passages
+from middleware.evidence.request_passages import request_passages
 from middleware.metrics import MEMORY_CHECK_LATENCY, MEMORY_CHECK_TOKENS
 from middleware.pipeline.assembly import build_pipeline_checker
 from middleware.server.app import create_app

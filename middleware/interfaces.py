@@ -9,7 +9,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 
 from middleware.sse import SSEEvent
-from middleware.types import CheckContext, Passage, Sentence, SentenceReport
+from middleware.types import CheckContext, MemorySignal, Passage, Sentence, SentenceReport
 
 
 @runtime_checkable
@@ -37,6 +37,20 @@ class PairScorer(Protocol):
     labels: list[str]
 
     async def score(self, pairs: Sequence[tuple[str, str]]) -> np.ndarray: ...
+
+
+@runtime_checkable
+class MemoryProbe(Protocol):
+    """A request's memory-hallucination signal (``middleware.pipeline.memory.MemoryCheck``):
+    per checked sentence, whether it is closer to the model's closed-book answer than to the
+    request's context. ``close`` is called once the request is over."""
+
+    async def signal(
+        self, claim: str, evidence: Sequence[Passage], context: Sequence[Passage], embedder: Embedder | None,
+        started: float, timings: dict[str, float] | None = None,
+    ) -> MemorySignal | None: ...
+
+    def close(self) -> None: ...
 
 
 @runtime_checkable

@@ -9,9 +9,14 @@ otherwise.
 from __future__ import annotations
 
 from enum import Enum
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, SkipValidation
+
+if TYPE_CHECKING:
+    from middleware.interfaces import MemoryProbe as _MemoryProbe
+else:
+    _MemoryProbe = Any  # middleware.interfaces imports this module: the protocol types the field statically only
 
 
 class Mode(str, Enum):
@@ -202,6 +207,6 @@ class CheckContext(_Model):
     )
     mode: Mode = Mode.ANNOTATE
     options: dict[str, object] = Field(default_factory=dict, description="per-request factcheck options")
-    memory: Any = Field(
-        default=None, exclude=True, description="the request's memory check (middleware.grounding.MemoryCheck)"
+    memory: SkipValidation[_MemoryProbe | None] = Field(
+        default=None, exclude=True, description="the request's memory check (a middleware.interfaces.MemoryProbe)"
     )

@@ -11,7 +11,7 @@ import numpy as np
 from aiohttp import web
 from aiohttp.test_utils import TestServer
 
-from middleware.pipeline.lexical import terms
+from middleware.evidence.lexical import terms
 from tests.test_evidence_doubles import HashEmbedder
 
 

@@ -11,7 +11,7 @@ from typing import Any, Literal
 from langchain_core.messages import BaseMessage
 
 from middleware.checking import CheckRunner
-from middleware.grounding import context_passages, message_texts
+from middleware.evidence.request_passages import context_passages, message_texts
 from middleware.interfaces import Checker
 from middleware.segmenter import StreamSegmenter
 from middleware.settings import CheckSettings

@@ -19,7 +19,7 @@ from middleware.cache import Cache, cached_embeddings
 from middleware.evidence.passages import embedding_text
 from middleware.interfaces import Embedder, PairScorer
 from middleware.metrics import timed
-from middleware.pipeline.lexical import BM25, terms
+from middleware.evidence.lexical import BM25, terms
 from middleware.settings import Settings
 from middleware.types import Passage
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from middleware.interfaces import Embedder
-from middleware.pipeline.lexical import BM25, terms
+from middleware.evidence.lexical import BM25, terms
 from middleware.pipeline.sentences import split_sentences
 from middleware.types import Passage
 

@@ -16,7 +16,7 @@ from typing import Protocol, runtime_checkable
 
 from spacy.tokens import Token
 
-from middleware.pipeline.lexical import term_recall, terms
+from middleware.evidence.lexical import term_recall, terms
 from middleware.pipeline.prompts import ChatModel, decontext_messages, parse_rewrite
 from middleware.pipeline.slots import Analysis, analyse
 

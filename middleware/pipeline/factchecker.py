@@ -19,7 +19,7 @@ from typing import Protocol
 
 import numpy as np
 
-from middleware.grounding import MemoryCheck, sources_for_policy
+from middleware.evidence.context_source import sources_for_policy
 from middleware.interfaces import Embedder, EvidenceSource
 from middleware.metrics import timed
 from middleware.pipeline.attribution import select_report, unique_passages
@@ -94,7 +94,7 @@ class FactChecker:
             corrected, edits, revision = await self._correct(sentence, verdict, evidence, context, timings)
         quip = self.parts.portrait.quip_score(sentence.text) if self.parts.portrait is not None else None
         memory = None
-        if isinstance(context.memory, MemoryCheck):  # the client asked for the memory-hallucination signal
+        if context.memory is not None:  # the client asked for the memory-hallucination signal
             memory = await context.memory.signal(claim.text, evidence, context.request_passages, self.parts.embedder,
                                                  started, timings)
         report = self._report(sentence, verdict, timings, tags=tags, edits=edits, questions=questions,

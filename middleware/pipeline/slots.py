@@ -18,7 +18,7 @@ from spacy.tokens import Doc, Span, Token
 
 from middleware.nlp import get_nlp
 from middleware.pipeline.dates import DateValue, dates_match, parse_date
-from middleware.pipeline.lexical import terms
+from middleware.evidence.lexical import terms
 from middleware.pipeline.names import names_match, normalise_name
 from middleware.pipeline.quantities import Quantity, find_unit, parse_quantity, quantities_match
 

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
-from middleware.pipeline.lexical import BM25, terms
+from middleware.evidence.lexical import BM25, terms
 from middleware.pipeline.verifiers.base import DetailedVerdict
 from middleware.types import Edit, Passage, Revision, TagType, Verdict
 

@@ -24,7 +24,7 @@ from pathlib import Path
 from spacy.tokens import Doc, Span
 
 from middleware.nlp import get_nlp
-from middleware.pipeline.lexical import terms
+from middleware.evidence.lexical import terms
 from middleware.revise.corruption import corrupt, corruption_type
 from middleware.training.corrupt import entity_pool, shorten_sentence
 from middleware.training.synthetic import Passage, markdown_passages

@@ -13,9 +13,11 @@ from aiohttp import web
 
 from middleware.checking import CheckRunner
 from middleware.errors import RequestError, UpstreamError
-from middleware.grounding import ContextText, MemoryCheck, context_passages, context_source, request_texts
+from middleware.evidence.context_source import context_source
+from middleware.evidence.request_passages import ContextText, context_passages, request_texts
 from middleware.interfaces import Upstream
 from middleware.metrics import ACTIVE_STREAMS, ADDED_LATENCY, REQUESTS, TIME_TO_FIRST_TOKEN, UPSTREAM_ERRORS
+from middleware.pipeline.memory import MemoryCheck
 from middleware.render import WireReports
 from middleware.segmenter import segment_text
 from middleware.server.protocol import ChatRequest, parse_chat_request, resolve_mode
@@ -115,7 +117,7 @@ def _split_and_index(texts: list[ContextText]) -> list[Passage]:
 
 def release_context(context: CheckContext) -> None:
     """The request is over: stop its closed-book call if it still runs."""
-    if isinstance(context.memory, MemoryCheck):
+    if context.memory is not None:
         context.memory.close()
 
 

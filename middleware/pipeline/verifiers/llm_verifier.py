@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from middleware.pipeline.lexical import BM25, terms
+from middleware.evidence.lexical import BM25, terms
 from middleware.pipeline.prompts import ChatModel, attrscore_messages, parse_attrscore
 from middleware.pipeline.verifiers.base import DetailedVerdict, ordered
 from middleware.types import NLI_LABELS, Passage

@@ -20,7 +20,7 @@ import re
 from dataclasses import dataclass
 
 from middleware.pipeline.alignment import Aligned, Aligner, split_passages
-from middleware.pipeline.lexical import stem, term_recall, terms
+from middleware.evidence.lexical import stem, term_recall, terms
 from middleware.pipeline.names import mentions, names_match
 from middleware.pipeline.slots import (
     Analysis,

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Protocol
 
-from middleware.pipeline.lexical import terms
+from middleware.evidence.lexical import terms
 from middleware.pipeline.verifiers.base import DetailedVerdict
 from middleware.revise.base import EditResult, ranked_evidence
 from middleware.revise.edits import EditBuffer, diff_edits, with_tags

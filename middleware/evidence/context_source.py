@@ -1,0 +1,128 @@
+"""The request's context passages as an evidence source, and the context policy.
+
+:class:`ContextSource` searches a request's passages (BM25 over them, see
+:mod:`middleware.evidence.request_passages`) like any other evidence source; the ranker
+re-ranks all candidates downstream. The policy (per request ``factcheck.context_policy`` or
+``evidence.context_policy``) is applied by :func:`sources_for_policy`: ``only`` (strict RAG:
+nothing else is searched), ``first`` (the context answers a query alone when it covers it,
+see :class:`ContextFirst`), or ``among`` (searched beside the index and the web, the ranker
+decides).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from collections import OrderedDict
+from collections.abc import Sequence
+
+from middleware.evidence.lexical import BM25, terms
+from middleware.evidence.passages import embedding_text
+from middleware.interfaces import EvidenceSource
+from middleware.types import Passage
+
+log = logging.getLogger(__name__)
+
+PROVIDER = "context"
+"""The ``provider`` of every passage taken from the request."""
+FIRST_MIN_RECALL = 0.5
+"""Policy 'first': the context answers a query alone when its best passage holds at least this
+IDF-weighted share of the query's terms; otherwise the other sources are searched too."""
+
+
+class ContextSource:
+    """The request's passages as an ``EvidenceSource``: BM25 over the passages (title
+    included), keeping passages that share a term with the query; ``score`` is BM25 divided
+    by the best (0..1). Small sets, so no index: built per request in microseconds."""
+
+    name = PROVIDER
+
+    def __init__(self, passages: Sequence[Passage]) -> None:
+        self.passages = list(passages)
+        self._bm25 = BM25([terms(embedding_text(p)) for p in self.passages])
+
+    async def search(self, query: str, k: int) -> list[Passage]:
+        return self.top(query, k)
+
+    def top(self, query: str, k: int) -> list[Passage]:
+        wanted = terms(query)
+        scores = self._bm25.scores(wanted) if self.passages and wanted else []
+        order = sorted((i for i, s in enumerate(scores) if s > 0), key=lambda i: (-scores[i], i))[:k]
+        best = scores[order[0]] if order else 1.0
+        return [self.passages[i].model_copy(update={"score": scores[i] / best}) for i in order]
+
+    def coverage(self, query: str, passage: Passage) -> float:
+        """IDF-weighted share of the query's terms that ``passage`` holds (0..1)."""
+        wanted = terms(query)
+        if not wanted:
+            return 0.0
+        held = set(terms(embedding_text(passage)))
+        weights = {t: self._bm25.idf.get(t, self._bm25.default_idf) for t in set(wanted)}
+        return sum(w for t, w in weights.items() if t in held) / (sum(weights.values()) or 1.0)
+
+
+class ContextFirst:
+    """Policy 'first': search the context; when its best passage covers the query
+    (:data:`FIRST_MIN_RECALL`), that is the answer and nothing else is searched (no index or
+    web latency); otherwise the other sources too, the context's hits ahead of theirs."""
+
+    name = "context-first"
+
+    def __init__(self, context: ContextSource, others: Sequence[EvidenceSource],
+                 min_recall: float = FIRST_MIN_RECALL) -> None:
+        self.context = context
+        self.others = list(others)
+        self.min_recall = min_recall
+
+    async def search(self, query: str, k: int) -> list[Passage]:
+        hits = self.context.top(query, k)
+        if not self.others or (hits and self.context.coverage(query, hits[0]) >= self.min_recall):
+            return hits
+        results = await asyncio.gather(*(s.search(query, k) for s in self.others), return_exceptions=True)
+        for source, result in zip(self.others, results, strict=True):
+            if isinstance(result, BaseException):
+                log.warning("evidence source %s failed: %s", getattr(source, "name", "?"), type(result).__name__)
+            else:
+                hits.extend(result)
+        return hits
+
+
+_SOURCES_CACHED = 64
+_sources: OrderedDict[int, tuple[Sequence[Passage], ContextSource]] = OrderedDict()
+_sources_lock = threading.Lock()
+
+
+def context_source(passages: Sequence[Passage]) -> ContextSource:
+    """The ``ContextSource`` of a request's passages, built once per request (not once per
+    checked sentence: a large context takes tens of milliseconds to index) and cached by
+    the identity of the list, which every check of the request shares."""
+    with _sources_lock:
+        hit = _sources.get(id(passages))
+        if hit is not None and hit[0] is passages:
+            _sources.move_to_end(id(passages))
+            return hit[1]
+    source = ContextSource(passages)
+    with _sources_lock:
+        _sources[id(passages)] = (passages, source)  # the list is held: its id is not reused meanwhile
+        while len(_sources) > _SOURCES_CACHED:
+            _sources.popitem(last=False)
+    return source
+
+
+def sources_for_policy(passages: Sequence[Passage], others: Sequence[EvidenceSource],
+                       policy: str) -> list[EvidenceSource]:
+    """The sources one check searches: with context, 'only' → the context alone, 'first' →
+    :class:`ContextFirst`, 'among' → the others and the context side by side. Without
+    context passages, 'only' searches nothing (strict RAG: the request's context, even when
+    empty, is the only evidence), the others search ``others``."""
+    if not passages:
+        return [] if policy == "only" else list(others)
+    context = context_source(passages)
+    if policy == "only":
+        return [context]
+    if policy == "first":
+        return [ContextFirst(context, others)]
+    if policy != "among":
+        raise ValueError(f"unknown context policy {policy!r}; expected only, first or among")
+    return [*others, context]
