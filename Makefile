@@ -25,5 +25,9 @@ serve-demo: setup
 test: setup
 	$(PY) -m pytest -q -p no:cacheprovider
 
+## Static checks, run by .ci/run: style (ruff), the import layers (import-linter, contracts in
+## pyproject.toml), and types (mypy: strict on the protocol, the checked stream and its faces).
 lint: setup
 	$(BIN)/ruff check middleware adapters onnx_models load_tests tests
+	$(BIN)/lint-imports
+	$(BIN)/mypy

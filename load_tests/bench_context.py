@@ -46,17 +46,17 @@ import yaml
 from aiohttp import web
 
 from adapters.demo_upstream import DemoUpstream, _completion, tokenize
+from middleware.chat.protocol import ChatRequest
 from middleware.evidence.index import DEMO_CORPUS, ensure_demo_index
 from middleware.evidence.request_passages import request_passages
 from middleware.metrics import MEMORY_CHECK_LATENCY, MEMORY_CHECK_TOKENS
 from middleware.pipeline.assembly import build_pipeline_checker
-from middleware.server.app import create_app
-from middleware.server.chat import sentences_of
+from middleware.composition import build_app
 from middleware.server.commands import start_site
-from middleware.server.protocol import ChatRequest
 from middleware.settings import Settings, load_settings
 from middleware.sse import SSEParser
-from middleware.types import CheckContext
+from middleware.segmenter import segment_text
+from middleware.types import CheckContext, Sentence
 
 CONDITIONS = ("index", "context-only", "context-first", "context-among")
 CONTEXT_DOCS = 2
@@ -99,6 +99,13 @@ def percentiles(values: Sequence[float]) -> str:
     ordered = sorted(values)
     p = lambda q: ordered[min(len(ordered) - 1, int(q * len(ordered)))]  # noqa: E731
     return f"p50 {p(0.5):7.1f}  p95 {p(0.95):7.1f}  mean {statistics.fmean(ordered):7.1f}"
+
+
+def sentences_of(text: str) -> list[Sentence]:
+    """The checkable sentences of an answer, numbered as the checked stream numbers them."""
+    checkable = [s for s in segment_text(text) if s.checkable]
+    return [Sentence(index=i, start=s.start, end=s.end, text=s.text, code_spans=s.code_spans)
+            for i, s in enumerate(checkable)]
 
 
 # ------------------------------------------------------------------ 1. context vs index
@@ -203,7 +210,7 @@ async def bench_memory(settings: Settings, token_rate: float, ttft: float, round
     up_runner, up_port = await start_site(upstream.app(), "127.0.0.1", 0)
     settings = settings.model_copy(update={"upstream": settings.upstream.model_copy(
         update={"url": f"http://127.0.0.1:{up_port}/v1"})})
-    app = create_app(settings, checker=build_pipeline_checker(settings))
+    app = build_app(settings, checker=build_pipeline_checker(settings))
     runner, port = await start_site(app, "127.0.0.1", 0)
     url = f"http://127.0.0.1:{port}/v1"
     all_cases = cases()

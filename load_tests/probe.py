@@ -24,7 +24,7 @@ import aiohttp
 import typer
 
 from adapters.demo_upstream import DemoUpstream, tokenize
-from middleware.server.app import create_app
+from middleware.composition import build_app
 from middleware.server.commands import start_site
 from middleware.settings import Settings, load_settings
 from middleware.sse import SSEEvent, SSEParser, delta_content
@@ -249,7 +249,7 @@ async def run_probes(checker: str, groups: list[str]) -> list[Result]:
         results = []
         for group in groups:
             use = limited if group == "rate" else settings
-            runner, port = await start_site(create_app(use), "127.0.0.1", 0)
+            runner, port = await start_site(build_app(use), "127.0.0.1", 0)
             runners.append(runner)
             target = Target(f"http://127.0.0.1:{port}/v1", use)
             try:

@@ -14,10 +14,10 @@ _COMMAND_MODULES = (
     "middleware.server.commands",  # serve, demo
     "middleware.runtime.commands",  # export
     "middleware.evidence.commands",  # index, search
-    "middleware.pipeline.commands",  # verify, eval-verify
-    "middleware.pipeline.check_commands",  # check, eval-check
+    "middleware.pipeline.commands",  # verify
+    "middleware.chat.check_command",  # check, eval-check
     "middleware.revise.commands",  # edit, eval-edit, make-edit-data, train-editor
-    "middleware.training.commands",  # train-verifier
+    "middleware.training.commands",  # train-verifier, eval-verifier, calibrate-verifier
 )
 
 for _name in _COMMAND_MODULES:

@@ -4,12 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-
-def error_body(
-    message: str, type_: str = "invalid_request_error", param: str | None = None, code: str | None = None
-) -> dict[str, Any]:
-    """The OpenAI error format: ``{"error": {"message", "type", "param", "code"}}``."""
-    return {"error": {"message": message, "type": type_, "param": param, "code": code}}
+from middleware.chat.protocol import error_body
 
 
 class RequestError(Exception):

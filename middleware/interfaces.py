@@ -1,14 +1,20 @@
 """The engine's small interfaces. Adapters and backends implement these; the engine never
-imports an adapter. The composition root (``middleware.factory``) builds them by name."""
+imports an adapter. The composition root (``middleware.composition``) builds the adapters and
+hands them to the engine's builders as ``Providers``."""
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping, Sequence
-from typing import Any, Protocol, runtime_checkable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import numpy as np
 
 from middleware.sse import SSEEvent
+
+if TYPE_CHECKING:
+    from middleware.cache import Cache
+    from middleware.settings import Settings
 from middleware.types import CheckContext, MemorySignal, Passage, Sentence, SentenceReport
 
 
@@ -86,3 +92,55 @@ class Upstream(Protocol):
     async def get(self, path: str, client_headers: Mapping[str, str]) -> tuple[int, bytes, str]: ...
 
     async def close(self) -> None: ...
+
+
+@runtime_checkable
+class ChatModel(Protocol):
+    """An OpenAI-compatible chat endpoint for the LLM backends: returns ``n`` completions' texts."""
+
+    async def complete(
+        self,
+        messages: list[dict[str, str]],
+        *,
+        n: int = 1,
+        temperature: float | None = None,
+        max_tokens: int | None = None,
+    ) -> list[str]: ...
+
+
+class ChatModelFactory(Protocol):
+    """Builds the LLM backends' chat client from settings (``pipeline.llm``)."""
+
+    def __call__(self, settings: Settings) -> ChatModel: ...
+
+
+class WebSourcesFactory(Protocol):
+    """Builds the web evidence ``evidence.providers`` names (search providers, page fetching)."""
+
+    def __call__(self, settings: Settings, *, cache: Cache | None = None) -> list[EvidenceSource]: ...
+
+
+class MissingProvider(RuntimeError):
+    """A configured backend needs something from the outside world that was not provided."""
+
+
+@dataclass(frozen=True, slots=True)
+class Providers:
+    """What the outside world supplies to the engine's builders. ``middleware.composition``
+    fills it with the adapters; tests and embedders may pass their own, or nothing when no LLM
+    backend and no web provider is configured."""
+
+    chat_model: ChatModelFactory | None = None
+    web_sources: WebSourcesFactory | None = None
+
+    def chat(self, settings: Settings) -> ChatModel:
+        if self.chat_model is None:
+            raise MissingProvider("an LLM backend is configured but no chat client was provided: build the "
+                                  "pipeline through middleware.composition, or pass chat=")
+        return self.chat_model(settings)
+
+    def web(self, settings: Settings, cache: Cache | None) -> list[EvidenceSource]:
+        if self.web_sources is None:
+            raise MissingProvider("web evidence providers are configured but no web search was provided: build "
+                                  "the pipeline through middleware.composition")
+        return self.web_sources(settings, cache=cache)

@@ -10,7 +10,7 @@ from aiohttp import web
 
 from adapters.demo_upstream import DemoUpstream
 from middleware.interfaces import Checker
-from middleware.server.app import create_app
+from middleware.composition import build_app
 from middleware.server.commands import start_site
 from middleware.settings import Settings, load_settings
 from tests.doubles import ScriptedChecker
@@ -37,7 +37,7 @@ async def make_proxy() -> AsyncIterator[Callable[..., object]]:
         settings = load_settings(**{"upstream.url": f"http://127.0.0.1:{up_port}/v1", "check.checker": "none",
                                     **overrides})
         checker = checker if checker is not None else ScriptedChecker()
-        app = create_app(settings, checker=checker)
+        app = build_app(settings, checker=checker)
         runner, port = await start_site(app, "127.0.0.1", 0)
         runners.append(runner)
         return Proxy(f"http://127.0.0.1:{port}/v1", upstream, checker, settings, app)

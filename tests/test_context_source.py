@@ -15,7 +15,7 @@ from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import HumanMessage, SystemMessage, ToolMessage
 
 from adapters.langchain import FactCheckCallbackHandler, FactCheckedChatModel, ReportEvent
-from middleware.server.protocol import ChatRequest
+from middleware.chat.protocol import ChatRequest
 from middleware.evidence.context_source import ContextFirst, ContextSource, sources_for_policy
 from middleware.evidence.request_passages import request_passages
 from middleware.pipeline.slots import analyse

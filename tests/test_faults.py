@@ -29,7 +29,7 @@ from middleware.pipeline.factchecker import FactChecker, PipelineParts
 from middleware.pipeline.slots import analyse
 from middleware.pipeline.verifiers import NLIVerifier, SlotsVerifier, Verifier
 from middleware.runtime.batcher import MicroBatcher
-from middleware.server.chat import STREAMS_KEY
+from middleware.chat.api_router import SERVICE_KEY
 from middleware.server.commands import start_site
 from middleware.sse import SSEEvent, SSEParser, delta_content, json_payloads
 from middleware.types import Passage
@@ -309,7 +309,7 @@ async def test_client_disconnect_in_correct_mode_cancels_everything(make_proxy):
                 await asyncio.sleep(0.01)
         response.close()
     async with asyncio.timeout(10):
-        while checker.running or proxy.app[STREAMS_KEY].active:
+        while checker.running or proxy.app[SERVICE_KEY].streams.active:
             await asyncio.sleep(0.02)
     assert checker.cancelled >= 1
     received = len(proxy.upstream.requests)
@@ -334,6 +334,6 @@ async def test_client_disconnect_after_content_keeps_what_was_sent(make_proxy):
     received = delta_content(events)
     assert received and text.startswith(received)
     async with asyncio.timeout(10):
-        while proxy.app[STREAMS_KEY].active:
+        while proxy.app[SERVICE_KEY].streams.active:
             await asyncio.sleep(0.02)
     assert json.dumps(reports_of(events))  # the reports received are complete JSON objects

@@ -18,11 +18,12 @@ from hypothesis import strategies as st
 from middleware.checking import CheckRunner
 from middleware.errors import RequestError
 from middleware.segmenter import segment_text
-from middleware.server.chat import apply_corrections
-from middleware.server.protocol import parse_chat_request, resolve_mode
+from middleware.chat.api_router import SSEEncoder
+from middleware.chat.checked_stream import CheckedStream
+from middleware.chat.chunks import UpstreamChunks
+from middleware.chat.parsing import parse_chat_request, resolve_mode
 from middleware.settings import CheckSettings
 from middleware.sse import EventCutter, EventTooLarge, SSEEvent, SSEParser, encode_event
-from middleware.stream import ChatStream
 from middleware.types import CheckContext, Mode, SentenceReport
 from tests.doubles import ScriptedChecker
 from tests.test_segmenter import markdownish, split_at
@@ -307,13 +308,12 @@ def run_stream(deltas: list[str], mode: Mode, fixes: dict[str, str] | None = Non
 
     async def go() -> list[Any]:
         runner = CheckRunner(ScriptedChecker(fixes), CheckSettings(sentence_budget_s=30))
-        stream = ChatStream(ListUpstream(upstream_events(deltas)), mode, runner.for_stream(), CheckContext(mode=mode),
-                            runner.summarize)
-        return [out async for out in stream.run()]
+        source = UpstreamChunks(ListUpstream(upstream_events(deltas)))
+        encoder = SSEEncoder(source)
+        return [encoder.encode(event) async for event in CheckedStream(source, runner, CheckContext(mode=mode)).run()]
 
     content, factcheck = [], []
-    for out in asyncio.run(go()):
-        raw = out.sse()
+    for raw in asyncio.run(go()):
         if raw == b"data: [DONE]\n\n":
             factcheck.append("DONE")
             continue
@@ -326,6 +326,16 @@ def run_stream(deltas: list[str], mode: Mode, fixes: dict[str, str] | None = Non
         if "factcheck" in chunk:
             factcheck.append(chunk["factcheck"])
     return "".join(content), factcheck
+
+
+def apply_corrections(text: str, reports: list[SentenceReport]) -> str:
+    """The oracle: each corrected sentence's span replaced by its corrected text."""
+    out, cursor = [], 0
+    for report in sorted(reports, key=lambda r: r.start):
+        if report.corrected_text is not None:
+            out += [text[cursor:report.start], report.corrected_text]
+            cursor = report.end
+    return "".join(out) + text[cursor:]
 
 
 def expected_sentences(text: str) -> list[tuple[int, int, str]]:

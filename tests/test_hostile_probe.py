@@ -16,7 +16,7 @@ import pytest
 from aiohttp import web
 
 from adapters.demo_upstream import tokenize
-from middleware.server.chat import RUNNER_KEY
+from middleware.chat.api_router import SERVICE_KEY
 from middleware.server.commands import start_site
 from middleware.sse import SSEEvent, SSEParser, delta_content, json_payloads
 from middleware.types import CheckContext, Mode, Passage, Sentence, SentenceReport, StreamSummary
@@ -294,7 +294,7 @@ async def test_summarizer_timeouts_are_one_warning_with_a_count(make_proxy, capl
     assert [r.levelno for r in timeouts] == [logging.WARNING], [r.getMessage() for r in timeouts]
     assert "1 " in timeouts[0].getMessage() and timeouts[0].exc_info is None
     assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
-    assert proxy.app[RUNNER_KEY].summary_timeouts == 4
+    assert proxy.app[SERVICE_KEY].runner.summary_timeouts == 4
 
 
 # --- 1: one client's huge context does not stall everyone ----------------------------------------

@@ -119,9 +119,9 @@ async def test_runnable_annotates_like_the_proxy():
     assert isinstance(items[-1], SummaryEvent) and sum(isinstance(e, SummaryEvent) for e in events) == 1
     reports = [e for e in events if isinstance(e, ReportEvent)]
     assert len(reports) == 3
-    factcheck = next(e.factcheck for e in reports if e.report.verdict.label == "contradictory")
+    factcheck = next(e.model_dump(mode="json") for e in reports if e.report.verdict.label == "contradictory")
     assert factcheck["type"] == "sentence" and factcheck["report"]["edits"][0]["replacement"] == "1903"
-    assert items[-1].factcheck["summary"]["verdicts"] == {"attributable": 2, "contradictory": 1}
+    assert items[-1].model_dump(mode="json")["summary"]["verdicts"] == {"attributable": 2, "contradictory": 1}
     # Reports come beside the stream: the first arrives before the last chunk.
     first_report = items.index(reports[0])
     assert first_report < max(i for i, item in enumerate(items) if isinstance(item, AIMessageChunk))

@@ -12,7 +12,7 @@ import aiohttp
 import pytest
 
 from adapters.demo_upstream import tokenize
-from middleware.server.protocol import ChatRequest
+from middleware.chat.protocol import ChatRequest
 from middleware.errors import UpstreamError
 from middleware.interfaces import MemoryProbe
 from middleware.evidence.request_passages import request_passages

@@ -18,7 +18,7 @@ import schemathesis
 from hypothesis import HealthCheck, settings
 
 from adapters.demo_upstream import DemoUpstream
-from middleware.server.app import create_app
+from middleware.composition import build_app
 from middleware.server.commands import start_site
 from middleware.server.openapi import openapi_document
 from middleware.settings import load_settings
@@ -44,7 +44,7 @@ class LiveProxy:
         upstream_runner, upstream_port = await start_site(DemoUpstream().app(), "127.0.0.1", 0)
         settings = load_settings(**{"upstream.url": f"http://127.0.0.1:{upstream_port}/v1", "check.checker": "none",
                                     "check.sentence_budget_s": 5.0, "server.max_body_bytes": 200_000})
-        runner, port = await start_site(create_app(settings, checker=ScriptedChecker({"Paris": "Rome"})),
+        runner, port = await start_site(build_app(settings, checker=ScriptedChecker({"Paris": "Rome"})),
                                         "127.0.0.1", 0)
         self.runners = [runner, upstream_runner]
         return f"http://127.0.0.1:{port}"

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from middleware.server.protocol import ChatRequest
+from middleware.chat.protocol import ChatRequest
 from middleware.evidence.request_passages import readable, request_passages
 from tests.context_doubles import PASTED, SYSTEM
 

@@ -9,8 +9,11 @@ from typing import Any
 import aiohttp
 import pytest
 
-from middleware.server.ws import messages_of
-from middleware.stream import Out
+from middleware.chat.api_router import SSEEncoder
+from middleware.chat.checked_stream import End, Failed, Forward
+from middleware.chat.chunks import ChunkItem, UpstreamChunks
+from middleware.chat.ws_router import messages_of
+from middleware.errors import UpstreamError
 from tests.doubles import ScriptedChecker, ws_answer
 
 ANSWER = "Marie Curie was born in Warsaw in 1867. She won the Nobel Prize in Physics in 1905. She died in 1934."
@@ -160,9 +163,18 @@ async def test_closing_the_socket_cancels_upstream_and_checks(make_proxy, sessio
 
 
 def test_messages_of_parses_raw_sse_and_drops_done():
-    chunk = {"object": "chat.completion.chunk", "choices": []}
-    assert messages_of(Out(raw=f"data: {json.dumps(chunk)}\n\n".encode())) == [chunk]
-    assert messages_of(Out(raw=b"data: [DONE]\n\n")) == []
-    assert messages_of(Out(raw=b"data: {not json\n\n")) == []
-    assert messages_of(Out(raw=b": keep-alive\n\n")) == []
-    assert messages_of(Out(payload={"error": {"message": "x"}})) == [{"error": {"message": "x"}}]
+    chunk = {"id": "c", "choices": []}
+    encoder = SSEEncoder(UpstreamChunks(None))  # type: ignore[arg-type]
+
+    def messages(event):
+        return messages_of(event, encoder)
+
+    assert messages(Forward(ChunkItem(raw=f"data: {json.dumps(chunk)}\n\n".encode()))) == [chunk]
+    assert messages(Forward(ChunkItem(raw=b"data: [DONE]\n\n"))) == []
+    assert messages(Forward(ChunkItem(raw=b"data: {not json\n\n"))) == []
+    assert messages(Forward(ChunkItem(raw=b": keep-alive\n\n"))) == []
+    assert messages(End(ChunkItem(raw=b"data: [DONE]\n\n", done=True))) == []
+    [error] = messages(Failed(UpstreamError("gone", kind="disconnect")))
+    assert error["error"]["type"] == "upstream_error" and error["error"]["code"] == "disconnect"
+
+

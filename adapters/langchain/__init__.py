@@ -4,6 +4,7 @@ the proxy does. Both use the proxy's checker, budget and concurrency caps (``Che
 
 from adapters.langchain.callback import FactCheckCallbackHandler
 from adapters.langchain.runnable import FactCheckedChatModel
-from adapters.langchain.session import FactCheckEvent, ReportEvent, SummaryEvent
+from adapters.langchain.session import FactCheckEvent, ReportEvent
+from middleware.chat.protocol import SummaryEvent
 
 __all__ = ["FactCheckCallbackHandler", "FactCheckedChatModel", "FactCheckEvent", "ReportEvent", "SummaryEvent"]

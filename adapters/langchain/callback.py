@@ -28,7 +28,8 @@ from langchain_core.callbacks import AsyncCallbackHandler
 from langchain_core.messages import BaseMessage, HumanMessage
 from langchain_core.outputs import ChatGenerationChunk, GenerationChunk, LLMResult
 
-from adapters.langchain.session import Held, TextChecks, as_runner, check_context
+from adapters.langchain.session import as_runner, call_context
+from middleware.chat.checked_stream import CheckedText, Held
 from middleware.checking import CheckRunner
 from middleware.interfaces import Checker
 from middleware.settings import CheckSettings
@@ -41,7 +42,7 @@ OnReport = Callable[[SentenceReport], Awaitable[None] | None]
 
 @dataclass
 class _Run:
-    checks: TextChecks
+    checks: CheckedText
     deliveries: list[asyncio.Task[SentenceReport | None]] = field(default_factory=list)
     streamed: bool = False
 
@@ -75,10 +76,10 @@ class FactCheckCallbackHandler(AsyncCallbackHandler):
     async def on_chat_model_start(
         self, serialized: dict[str, Any], messages: list[list[BaseMessage]], *, run_id: UUID, **kwargs: Any
     ) -> None:
-        self._start(run_id, check_context(messages[0] if messages else [], self.mode))
+        self._start(run_id, call_context(messages[0] if messages else [], self.mode))
 
     async def on_llm_start(self, serialized: dict[str, Any], prompts: list[str], *, run_id: UUID, **kwargs: Any) -> None:
-        self._start(run_id, check_context([HumanMessage(content=prompts[-1])] if prompts else [], self.mode))
+        self._start(run_id, call_context([HumanMessage(content=prompts[-1])] if prompts else [], self.mode))
 
     async def on_llm_new_token(
         self,
@@ -140,7 +141,7 @@ class FactCheckCallbackHandler(AsyncCallbackHandler):
 
     # ------------------------------------------------------------ internals
     def _start(self, run_id: UUID, context: CheckContext) -> None:
-        self._runs[run_id] = _Run(TextChecks(self._runner, context))
+        self._runs[run_id] = _Run(CheckedText(self._runner, context))
 
     def _deliver(self, run: _Run, held: list[Held]) -> None:
         for item in held:
@@ -162,9 +163,8 @@ class FactCheckCallbackHandler(AsyncCallbackHandler):
 
     async def _finish(self, run_id: UUID, run: _Run) -> None:
         try:
-            delivered = await asyncio.gather(*run.deliveries)
-            reports = [r for r in delivered if r is not None]
-            self.summaries[run_id] = await run.checks.summary(reports)
+            await asyncio.gather(*run.deliveries)
+            self.summaries[run_id] = await run.checks.summary()
         finally:
             await run.checks.cancel()
             self._close_if_idle(exclude=asyncio.current_task())

@@ -1,5 +1,5 @@
-"""A Runnable around a chat model that streams the model's answer fact-checked, the way the
-proxy streams it:
+"""A Runnable around a chat model that streams the model's answer fact-checked: the proxy's
+checked stream (``middleware.chat.checked_stream``) over the model's message chunks.
 
 - ``annotate``: the model's message chunks pass through unchanged and at once; a
   ``ReportEvent`` follows each sentence's check as soon as it is ready; a ``SummaryEvent`` ends
@@ -11,7 +11,7 @@ proxy streams it:
     checked = FactCheckedChatModel(model, checker)
     async for item in checked.astream("Who was Marie Curie?"):
         if isinstance(item, AIMessageChunk): print(item.text, end="")
-        else: handle(item.factcheck)   # {"type": "sentence", "report": ...} or the summary
+        else: handle(item.model_dump(mode="json"))   # the proxy's factcheck object: sentence or summary
 
 ``ainvoke`` returns the whole ``AIMessage`` with ``response_metadata["factcheck"] =
 {"reports": [...], "summary": {...}}`` (the proxy's non-stream shape). The mode can be set
@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from langchain_core.callbacks import AsyncCallbackManagerForChainRun
@@ -39,29 +38,15 @@ from langchain_core.messages import (
 from langchain_core.prompt_values import PromptValue
 from langchain_core.runnables import Runnable, RunnableConfig
 
-from adapters.langchain.session import (
-    FactCheckEvent,
-    Held,
-    ReportEvent,
-    SummaryEvent,
-    TextChecks,
-    as_runner,
-    check_context,
-)
+from adapters.langchain.session import FactCheckEvent, as_runner, call_context
+from middleware.chat.checked_stream import CheckedStream, End, Failed, Forward, Text
+from middleware.chat.protocol import CompletionFactcheck, SentenceEvent, SummaryEvent
 from middleware.checking import CheckRunner
 from middleware.interfaces import Checker
 from middleware.settings import CheckSettings
-from middleware.types import Mode, SentenceReport
+from middleware.types import CheckContext, Mode, SentenceReport, StreamSummary
 
 Item = BaseMessageChunk | FactCheckEvent
-
-
-@dataclass(slots=True)
-class _Failed:
-    """The model's stream raised: re-raised to the consumer."""
-
-    error: BaseException
-
 
 class FactCheckedChatModel(Runnable[LanguageModelInput, Item]):
     def __init__(
@@ -88,26 +73,28 @@ class FactCheckedChatModel(Runnable[LanguageModelInput, Item]):
         async for item in self._atransform_stream_with_config(one(), self._checked, config, **kwargs):
             yield item
 
-    async def ainvoke(self, input: LanguageModelInput, config: RunnableConfig | None = None, **kwargs: Any) -> AIMessage:
+    async def ainvoke(  # type: ignore[override]  # streams items, returns the whole message
+        self, input: LanguageModelInput, config: RunnableConfig | None = None, **kwargs: Any
+    ) -> AIMessage:
         message: BaseMessageChunk | None = None
         reports: list[SentenceReport] = []
-        summary: dict[str, Any] | None = None
+        summary: StreamSummary | None = None
         async for item in self.astream(input, config, **kwargs):
-            if isinstance(item, ReportEvent):
+            if isinstance(item, SentenceEvent):
                 reports.append(item.report)
             elif isinstance(item, SummaryEvent):
-                summary = item.summary.model_dump(mode="json")
+                summary = item.summary
             else:
                 message = item if message is None else message + item
         result = message_chunk_to_message(message) if message is not None else AIMessage(content="")
-        if reports or summary is not None:
-            result.response_metadata["factcheck"] = {
-                "reports": [r.model_dump(mode="json") for r in sorted(reports, key=lambda r: r.index)],
-                "summary": summary,
-            }
+        if summary is not None:
+            factcheck = CompletionFactcheck(reports=sorted(reports, key=lambda r: r.index), summary=summary)
+            result.response_metadata["factcheck"] = factcheck.model_dump(mode="json")
         return result  # type: ignore[return-value]
 
-    def invoke(self, input: LanguageModelInput, config: RunnableConfig | None = None, **kwargs: Any) -> AIMessage:
+    def invoke(  # type: ignore[override]  # streams items, returns the whole message
+        self, input: LanguageModelInput, config: RunnableConfig | None = None, **kwargs: Any
+    ) -> AIMessage:
         """Synchronous use runs the async path on a new event loop (not from inside a running loop)."""
         return asyncio.run(self.ainvoke(input, config, **kwargs))
 
@@ -121,103 +108,45 @@ class FactCheckedChatModel(Runnable[LanguageModelInput, Item]):
     ) -> AsyncIterator[Item]:
         input = await anext(aiter(inputs))
         mode = Mode((config.get("configurable") or {}).get("factcheck_mode", self.mode))
-        chunks = self.model.astream(input, config, **kwargs)
-        if mode is Mode.OFF:
-            async for chunk in chunks:
-                yield chunk
-            return
-        context = check_context(_messages(input), mode)
-        checks = TextChecks(self.runner, context)
-        stream = _annotate(chunks, checks) if mode is Mode.ANNOTATE else _correct(chunks, checks)
-        try:
-            async for item in stream:
-                yield item
-        finally:
-            await checks.cancel()
+        source = _ModelChunks(self.model.astream(input, config, **kwargs))
+        context = call_context(_messages(input), mode) if mode is not Mode.OFF else CheckContext(mode=mode)
+        async for event in CheckedStream(source, self.runner, context).run():
+            if isinstance(event, Forward):
+                yield event.item
+            elif isinstance(event, Text):
+                yield AIMessageChunk(content=event.text, id=source.message_id)
+            elif isinstance(event, Failed):
+                raise event.error
+            elif not isinstance(event, End):
+                yield event
 
 
-async def _annotate(chunks: AsyncIterator[BaseMessageChunk], checks: TextChecks) -> AsyncIterator[Item]:
-    """Chunks at once; each report when ready; the summary last."""
-    queue: asyncio.Queue[Item | _Failed | None] = asyncio.Queue()
-    reports: list[SentenceReport] = []
+class _ModelChunks:
+    """A chat model's stream as the checked stream's ``AnswerSource``."""
 
-    def on_done(task: asyncio.Task[SentenceReport]) -> None:
-        if not task.cancelled():
-            reports.append(task.result())
-            queue.put_nowait(ReportEvent(task.result()))
+    def __init__(self, chunks: AsyncIterator[BaseMessageChunk]) -> None:
+        self._chunks = chunks
+        self.message_id: str | None = None
 
-    def watch(held: list[Held]) -> None:
-        for item in held:
-            if item.task is not None:
-                item.task.add_done_callback(on_done)
+    async def items(self) -> AsyncIterator[BaseMessageChunk]:
+        async for chunk in self._chunks:
+            self.message_id = self.message_id or chunk.id
+            yield chunk
 
-    async def read() -> None:
-        try:
-            async for chunk in chunks:
-                queue.put_nowait(chunk)
-                watch(checks.feed(chunk.text))
-            watch(checks.flush())
-            await checks.wait()  # each check's on_done ran before wait_all's gather saw it finish
-            queue.put_nowait(SummaryEvent(await checks.summary(reports)))
-        except Exception as exc:
-            queue.put_nowait(_Failed(exc))
-        queue.put_nowait(None)
+    def passthrough(self) -> AsyncIterator[BaseMessageChunk]:
+        return self.items()
 
-    async for item in _drain(queue, read()):
-        yield item
+    def text(self, item: BaseMessageChunk) -> str:
+        return item.text
 
+    def ends_message(self, item: BaseMessageChunk) -> bool:
+        return getattr(item, "chunk_position", None) == "last"
 
-async def _correct(chunks: AsyncIterator[BaseMessageChunk], checks: TextChecks) -> AsyncIterator[Item]:
-    """Sentences held until checked, then sent (corrected) in order, each followed by its report."""
-    queue: asyncio.Queue[Held | Item | _Failed | None] = asyncio.Queue()
-    message_id: list[str | None] = [None]
+    def is_end(self, item: BaseMessageChunk) -> bool:
+        return False
 
-    async def read() -> None:
-        try:
-            async for chunk in chunks:
-                message_id[0] = message_id[0] or chunk.id
-                text = chunk.text
-                for held in checks.feed(text):
-                    queue.put_nowait(held)
-                if getattr(chunk, "chunk_position", None) == "last":
-                    for held in checks.flush():
-                        queue.put_nowait(held)
-                rest = _without_text(chunk) if text else chunk
-                if rest is not None:
-                    queue.put_nowait(rest)
-            for held in checks.flush():
-                queue.put_nowait(held)
-        except Exception as exc:
-            queue.put_nowait(_Failed(exc))
-        queue.put_nowait(None)
-
-    reports: list[SentenceReport] = []
-    async for item in _drain(queue, read()):
-        if not isinstance(item, Held):
-            yield item
-            continue
-        report = await item.task if item.task is not None else None
-        text = report.corrected_text if report is not None and report.corrected_text is not None else item.segment.text
-        if text:
-            yield AIMessageChunk(content=text, id=message_id[0])
-        if report is not None:
-            reports.append(report)
-            yield ReportEvent(report)
-    yield SummaryEvent(await checks.summary(reports))
-
-
-async def _drain(queue: asyncio.Queue[Any], reader: Any) -> AsyncIterator[Any]:
-    """Run ``reader`` (which fills ``queue`` and ends it with None) and yield what it queues."""
-    task = asyncio.create_task(reader)
-    try:
-        while (item := await queue.get()) is not None:
-            if isinstance(item, _Failed):
-                raise item.error
-            yield item
-    finally:
-        if not task.done():
-            task.cancel()
-        await asyncio.gather(task, return_exceptions=True)
+    def without_text(self, item: BaseMessageChunk) -> BaseMessageChunk | None:
+        return _without_text(item)
 
 
 def _without_text(chunk: BaseMessageChunk) -> BaseMessageChunk | None:

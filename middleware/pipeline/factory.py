@@ -1,14 +1,14 @@
-"""Build the pipeline's backends by name from settings (the composition root for this
-package). Models are loaded through ``middleware.runtime``; LLM backends use
-``adapters.chat_client.ChatClient``. Every builder takes ready objects too, so tests and callers
-can inject their own (an embedder, a pair scorer, a chat model)."""
+"""Build the pipeline's backends by name from settings. Models are loaded through
+``middleware.runtime``; LLM backends get their chat client from ``Providers`` (filled by the
+composition root, ``middleware.composition``). Every builder takes ready objects too, so tests
+and callers can inject their own (an embedder, a pair scorer, a chat model)."""
 
 from __future__ import annotations
 
 import logging
 from typing import Any
 
-from middleware.interfaces import Embedder, PairScorer
+from middleware.interfaces import ChatModel, Embedder, PairScorer, Providers
 from middleware.pipeline.alignment import Aligner
 from middleware.pipeline.cqgen import (
     LLMQuestionGenerator,
@@ -22,7 +22,6 @@ from middleware.pipeline.decontext import (
     NoDecontextualiser,
     SpacyDecontextualiser,
 )
-from middleware.pipeline.prompts import ChatModel
 from middleware.pipeline.verifiers import HybridVerifier, LLMVerifier, NLIVerifier, SlotsVerifier, Verifier
 from middleware.settings import Settings
 
@@ -63,12 +62,6 @@ def load_nli_scorer(settings: Settings) -> PairScorer:
         ) from exc
 
 
-def chat_model(settings: Settings, **overrides: Any) -> ChatModel:
-    from adapters.chat_client import ChatClient
-
-    return ChatClient.from_settings(settings, **overrides)
-
-
 def build_verifier(
     settings: Settings,
     name: str | None = None,
@@ -76,12 +69,13 @@ def build_verifier(
     embedder: Embedder | None = None,
     scorer: PairScorer | None = None,
     chat: ChatModel | None = None,
+    providers: Providers = Providers(),
 ) -> Verifier:
     """``name`` defaults to ``settings.pipeline.verifier``. 'hybrid' falls back to 'slots'
     with a warning when no NLI model can be loaded."""
     name = name or settings.pipeline.verifier
     if name == "llm":
-        return LLMVerifier(chat or chat_model(settings))
+        return LLMVerifier(chat or providers.chat(settings))
     if name in ("slots", "hybrid"):
         aligner = Aligner(embedder if embedder is not None else load_embedder(settings))
         slots = SlotsVerifier(aligner, top_k=settings.pipeline.verify_top_k)
@@ -103,7 +97,8 @@ def _nli(settings: Settings, scorer: PairScorer | None) -> NLIVerifier:
 
 
 def build_question_generator(
-    settings: Settings, name: str | None = None, *, chat: ChatModel | None = None, model: Any = None
+    settings: Settings, name: str | None = None, *, chat: ChatModel | None = None, model: Any = None,
+    providers: Providers = Providers(),
 ) -> QuestionGenerator:
     name = name or settings.pipeline.cqgen
     limit = settings.pipeline.max_questions
@@ -111,7 +106,7 @@ def build_question_generator(
         return SlotQuestionGenerator(limit)
     if name == "llm":
         return LLMQuestionGenerator(
-            chat or chat_model(settings),
+            chat or providers.chat(settings),
             samples=settings.pipeline.cqgen_samples,
             temperature=settings.pipeline.cqgen_temperature,
             max_questions=limit,
@@ -137,13 +132,14 @@ def _load_seq2seq(settings: Settings) -> Any:
 
 
 def build_decontextualiser(
-    settings: Settings, name: str | None = None, *, chat: ChatModel | None = None
+    settings: Settings, name: str | None = None, *, chat: ChatModel | None = None,
+    providers: Providers = Providers(),
 ) -> Decontextualiser:
     name = name or settings.pipeline.decontext
     if name == "spacy":
         return SpacyDecontextualiser()
     if name == "llm":
-        return LLMDecontextualiser(chat or chat_model(settings))
+        return LLMDecontextualiser(chat or providers.chat(settings))
     if name == "none":
         return NoDecontextualiser()
     raise ValueError(f"unknown decontextualiser {name!r}; expected spacy, llm or none")

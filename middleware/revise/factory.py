@@ -5,8 +5,8 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
+from middleware.interfaces import ChatModel, Providers
 from middleware.pipeline.alignment import Aligner
-from middleware.pipeline.prompts import ChatModel
 from middleware.pipeline.verifiers import HybridVerifier, NLIVerifier, SlotsVerifier, Verifier
 from middleware.revise.editors.llm_editor import LLMEditor
 from middleware.revise.editors.seq2seq_editor import Seq2SeqEditor, read_template
@@ -30,11 +30,12 @@ def build_editor(
     model: str | None = None,
     chat: ChatModel | None = None,
     guard: EditGuard | None = None,
+    providers: Providers = Providers(),
 ) -> GuardedEditor:
     """The editor ``settings.pipeline.editor`` (or ``backend``) names, behind the guards.
 
     - slots: re-verifies candidate edits with ``verifier``;
-    - llm: ``chat`` or a ``ChatClient`` on the pipeline's LLM settings;
+    - llm: ``chat``, or the chat client ``providers`` builds from the pipeline's LLM settings;
     - seq2seq: ``model`` or ``settings.pipeline.seq2seq_model`` (hub id, checkpoint or export)."""
     name = backend or settings.pipeline.editor
     guard = guard or EditGuard()
@@ -43,11 +44,7 @@ def build_editor(
         aligner = verifier.slots.aligner if isinstance(verifier, HybridVerifier) else getattr(verifier, "aligner", None)
         return GuardedEditor(SlotsEditor(verifier, aligner=aligner, guard=guard, gate=gate), guard, gate)
     if name == "llm":
-        if chat is None:
-            from adapters.chat_client import ChatClient  # composition root: the engine does not import adapters
-
-            chat = ChatClient.from_settings(settings)
-        return GuardedEditor(LLMEditor(chat, guard=guard), guard, gate)
+        return GuardedEditor(LLMEditor(chat or providers.chat(settings), guard=guard), guard, gate)
     if name == "seq2seq":
         spec = model or settings.pipeline.seq2seq_model
         if not spec:

@@ -1,7 +1,5 @@
-"""The aiohttp application: routes, error rendering, limits and auth.
-
-``create_app`` is the composition root of the server: it builds the configured upstream
-client and checker unless they are given (tests inject their own)."""
+"""The aiohttp application: routes, error rendering, limits and auth. It is given its checker
+and upstream ready-made (``middleware.composition.build_app`` builds the configured ones)."""
 
 from __future__ import annotations
 
@@ -12,24 +10,16 @@ from collections.abc import Awaitable, Callable
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST
 
-from middleware.checking import CheckRunner, NoChecker
-from middleware.errors import RequestError, UpstreamError, error_body
+from middleware.chat.api_router import CHAT_PATH, SERVICE_KEY, add_chat_routes, upstream_headers
+from middleware.chat.protocol import Health, error_body
+from middleware.chat.serving import ChatService, too_many_streams
+from middleware.chat.ws_router import add_ws_routes
+from middleware.checking import CheckRunner
+from middleware.errors import RequestError, UpstreamError
 from middleware.interfaces import Checker, Upstream
-from middleware.metrics import REQUEST_ERRORS, exposition
-from middleware.server.chat import (
-    RUNNER_KEY,
-    SETTINGS_KEY,
-    STREAMS_KEY,
-    UPSTREAM_KEY,
-    StreamCounter,
-    chat_completions,
-    request_error_response,
-    upstream_error_response,
-    upstream_headers,
-)
-from middleware.server.limits import CLIENT_KEY, LIMITER_KEY, RateLimiter, client_id
+from middleware.metrics import REQUEST_ERRORS, UPSTREAM_ERRORS, exposition
+from middleware.chat.limits import CLIENT_KEY, LIMITER_KEY, RateLimiter, client_id
 from middleware.server.openapi import openapi_document
-from middleware.server.ws import add_ws_routes
 from middleware.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -40,53 +30,40 @@ Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 _OPEN_PATHS = frozenset({"/healthz", "/metrics", "/openapi.json", "/", "/ui/app.js", "/ui/style.css"})
 
 
-def build_checker(settings: Settings) -> Checker:
-    """The configured checker: the fact-checking pipeline, or ``NoChecker`` for 'none'."""
-    if settings.check.checker == "none":
-        return NoChecker()
-    from middleware.pipeline.assembly import build_pipeline_checker
-
-    return build_pipeline_checker(settings)
-
-
-def create_app(settings: Settings, checker: Checker | None = None, upstream: Upstream | None = None) -> web.Application:
-    if upstream is None:
-        from adapters.upstream import UpstreamClient
-
-        upstream = UpstreamClient(settings.upstream)
+def create_app(
+    settings: Settings, checker: Checker, upstream: Upstream,
+    add_routes: Callable[[web.Application], None] | None = None,
+) -> web.Application:
+    """The proxy's routes over ``checker`` and ``upstream``; ``add_routes`` adds more (the UI)."""
     app = web.Application(
         client_max_size=settings.server.max_body_bytes,
-        middlewares=[_error_middleware, _auth_middleware(settings), _stream_limit_middleware(settings)],
+        middlewares=[_error_middleware, _auth_middleware(settings), _stream_limit_middleware],
     )
-    app[SETTINGS_KEY] = settings
     app[LIMITER_KEY] = RateLimiter(settings.server.rate_limit_per_minute)
-    app[UPSTREAM_KEY] = upstream
-    app[STREAMS_KEY] = StreamCounter()
-    app[RUNNER_KEY] = CheckRunner(checker if checker is not None else build_checker(settings), settings.check)
-    app.router.add_post("/v1/chat/completions", chat_completions)
+    runner = CheckRunner(checker, settings.check)
+    add_chat_routes(app, ChatService(settings, upstream, runner))
     app.router.add_get("/v1/models", _models)
     app.router.add_get("/healthz", _healthz)
     app.router.add_get("/metrics", _metrics)
     app.router.add_get("/openapi.json", _openapi)
     add_ws_routes(app)
-    from adapters.ui import add_ui_routes
-
-    add_ui_routes(app)
+    if add_routes is not None:
+        add_routes(app)
     app.on_cleanup.append(_close_upstream)
     return app
 
 
 async def _close_upstream(app: web.Application) -> None:
-    await app[UPSTREAM_KEY].close()
+    await app[SERVICE_KEY].upstream.close()
 
 
 async def _models(request: web.Request) -> web.Response:
-    status, body, content_type = await request.app[UPSTREAM_KEY].get("/models", upstream_headers(request))
+    status, body, content_type = await request.app[SERVICE_KEY].upstream.get("/models", upstream_headers(request))
     return web.Response(status=status, body=body, content_type=content_type.split(";")[0])
 
 
 async def _healthz(request: web.Request) -> web.Response:
-    return web.json_response({"status": "ok"})
+    return web.json_response(Health().model_dump())
 
 
 async def _openapi(request: web.Request) -> web.Response:
@@ -135,10 +112,10 @@ def _auth_middleware(settings: Settings) -> Callable[..., Awaitable[web.StreamRe
         presented = request.headers.get("Authorization", "").removeprefix("Bearer ").strip()
         if not presented and request.path == "/v1/ws":
             presented = request.query.get("api_key", "")
-        presented = presented.encode()
+        presented_bytes = presented.encode()
         matched = -1
         for index, key in enumerate(keys):  # no early exit: every key is compared
-            if hmac.compare_digest(presented, key):
+            if hmac.compare_digest(presented_bytes, key):
                 matched = index
         if matched < 0:
             raise RequestError("invalid or missing proxy API key", status=401, code="invalid_api_key")
@@ -149,18 +126,25 @@ def _auth_middleware(settings: Settings) -> Callable[..., Awaitable[web.StreamRe
     return check_key
 
 
-def _stream_limit_middleware(settings: Settings) -> Callable[..., Awaitable[web.StreamResponse]]:
-    limit = settings.server.max_concurrent_streams
+@web.middleware
+async def _stream_limit_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """Refuse a chat request at once when the stream limit is full (before reading its body)."""
+    if request.path == CHAT_PATH and request.app[SERVICE_KEY].streams.full:
+        raise too_many_streams()
+    return await handler(request)
 
-    @web.middleware
-    async def limit_streams(request: web.Request, handler: Handler) -> web.StreamResponse:
-        if request.path == "/v1/chat/completions" and request.app[STREAMS_KEY].active >= limit:
-            response = web.json_response(
-                error_body("too many concurrent streams; retry shortly", "rate_limit_error", None, "too_many_streams"),
-                status=429,
-            )
-            response.headers["Retry-After"] = "1"
-            return response
-        return await handler(request)
 
-    return limit_streams
+def upstream_error_response(exc: UpstreamError) -> web.Response:
+    UPSTREAM_ERRORS.labels(kind=exc.kind).inc()
+    status = exc.status if 400 <= exc.status < 600 else 502
+    response = web.json_response(exc.client_body(), status=status)
+    if exc.retry_after:
+        response.headers["Retry-After"] = exc.retry_after
+    return response
+
+
+def request_error_response(exc: RequestError) -> web.Response:
+    response = web.json_response(exc.body(), status=exc.status)
+    if exc.retry_after:
+        response.headers["Retry-After"] = exc.retry_after
+    return response

@@ -16,9 +16,10 @@ import typer
 from aiohttp import web
 from rich.console import Console
 
-from middleware.render import ReceivedReports, print_checked
+from middleware.chat.protocol import SentenceEvent
+from middleware.chat.wire import ReceivedReports
+from middleware.render import print_checked
 from middleware.server import eventloop
-from middleware.server.app import create_app
 from middleware.server.workers import WorkerFailed, run_workers
 from middleware.settings import Settings, describe_settings, load_settings
 from middleware.types import Mode, SentenceReport, StreamSummary
@@ -46,10 +47,9 @@ async def start_site(
 
 
 async def start_demo_upstream(host: str = "127.0.0.1", port: int = 0, token_rate: float = 0.0) -> tuple[web.AppRunner, str]:
-    from adapters.demo_upstream import DemoAnswers, DemoUpstream
+    from middleware.composition import demo_upstream_app
 
-    upstream = DemoUpstream(DemoAnswers.load(), default_rate=token_rate)
-    runner, bound = await start_site(upstream.app(), host, port)
+    runner, bound = await start_site(demo_upstream_app(token_rate), host, port)
     return runner, f"http://{host}:{bound}/v1"
 
 
@@ -115,7 +115,9 @@ async def serve_forever(
     settings: Settings, reuse_port: bool = False, on_ready: Callable[[], object] | None = None
 ) -> None:
     """One proxy process: serve until cancelled, SIGINT or SIGTERM; then close the streams."""
-    runner, port = await start_site(create_app(settings), settings.server.host, settings.server.port, reuse_port)
+    from middleware.composition import build_app
+
+    runner, port = await start_site(build_app(settings), settings.server.host, settings.server.port, reuse_port)
     tune_gc_for_serving()
     if on_ready is not None:
         on_ready()
@@ -172,11 +174,12 @@ async def stream_through_proxy(base_url: str, question: str, mode: Mode) -> tupl
                 chunk: dict[str, Any] = json.loads(text[5:])
                 for choice in chunk.get("choices") or []:
                     content.append((choice.get("delta") or {}).get("content") or "")
-                factcheck = chunk.get("factcheck")
-                if factcheck and factcheck["type"] == "sentence":
-                    reports.append(received.report(factcheck["report"]))
-                elif factcheck and factcheck["type"] == "summary":
-                    summary = received.summary(factcheck["summary"])
+                if factcheck := chunk.get("factcheck"):
+                    event = received.event(factcheck)
+                    if isinstance(event, SentenceEvent):
+                        reports.append(event.report)
+                    else:
+                        summary = event.summary
     return "".join(content), reports, summary
 
 
@@ -197,16 +200,16 @@ def demo(
 
 
 async def _demo(settings: Settings, question: str | None, mode: Mode, limit: int, console: Console) -> None:
-    from adapters.demo_upstream import DemoAnswers
+    from middleware.composition import build_app, demo_questions
 
-    questions = [question] if question else [a["question"] for a in DemoAnswers.load().answers[:limit]]
+    questions = [question] if question else demo_questions(limit)
     # The demo LLM sends a whole answer at once, so every sentence is queued together; give
     # the one-shot demo a roomier budget than a live stream's (the server keeps the setting).
     budget = max(settings.check.sentence_budget_s, DEMO_BUDGET_S)
     settings = settings.model_copy(update={"check": settings.check.model_copy(update={"sentence_budget_s": budget})})
     upstream_runner, url = await start_demo_upstream(token_rate=0.0)
     settings = settings.model_copy(update={"upstream": settings.upstream.model_copy(update={"url": url})})
-    proxy_runner, port = await start_site(create_app(settings), "127.0.0.1", 0)
+    proxy_runner, port = await start_site(build_app(settings), "127.0.0.1", 0)
     try:
         for q in questions:
             console.rule(f"[bold]Q: {q}")

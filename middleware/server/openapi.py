@@ -1,32 +1,14 @@
 """The OpenAPI 3.1 document of the proxy's endpoints, served at ``/openapi.json``.
 
-Request schemas come from the pydantic wire models, so the document cannot drift from what
-the server validates."""
+Every schema comes from the pydantic wire models of ``middleware.chat.protocol``, requests
+and responses alike, so the document cannot drift from what the server reads and writes."""
 
 from __future__ import annotations
 
 from functools import lru_cache
 from typing import Any
 
-from middleware.server.protocol import ChatRequest
-from middleware.types import SentenceReport, StreamSummary
-
-_ERROR = {
-    "type": "object",
-    "required": ["error"],
-    "properties": {
-        "error": {
-            "type": "object",
-            "required": ["message", "type"],
-            "properties": {
-                "message": {"type": "string"},
-                "type": {"type": "string"},
-                "param": {"type": ["string", "null"]},
-                "code": {"type": ["string", "null"]},
-            },
-        }
-    },
-}
+from middleware.chat.protocol import WIRE_MODELS
 
 
 # OpenAPI 3.1 has the schema of an event stream describe one event.
@@ -34,8 +16,9 @@ _SSE_EVENT = {
     "type": "object",
     "required": ["data"],
     "properties": {
-        "data": {"type": "string", "description": "a chat.completion.chunk as JSON (extension chunks add a top-level "
-                 "'factcheck' object), an error object, or [DONE]"},
+        "data": {"type": "string", "description": "a chat.completion.chunk as JSON (the upstream's, or the proxy's own: "
+                 "#/components/schemas/ChatChunk, whose extension chunks add a top-level 'factcheck' event), an "
+                 "error object (#/components/schemas/ErrorBody), or [DONE]"},
         "event": {"type": "string"},
         "id": {"type": "string"},
         "retry": {"type": "integer"},
@@ -43,19 +26,23 @@ _SSE_EVENT = {
 }
 
 
+def _ref(name: str) -> dict[str, str]:
+    return {"$ref": f"#/components/schemas/{name}"}
+
+
 def _error_response(description: str) -> dict[str, Any]:
-    return {"description": description, "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}
+    return {"description": description, "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorBody"}}}}
 
 
 def _schemas() -> dict[str, Any]:
     defs: dict[str, Any] = {}
-    out: dict[str, Any] = {"Error": _ERROR}
-    for model in (ChatRequest, SentenceReport, StreamSummary):
+    out: dict[str, Any] = {}
+    for model in WIRE_MODELS:
         schema = model.model_json_schema(ref_template="#/components/schemas/{model}")
         defs.update(schema.pop("$defs", {}))
         out[model.__name__] = schema
     out.update(defs)
-    passage = out["Passage"]  # on the wire a passage's text comes once per response (render.WireReports)
+    passage = out["Passage"]  # on the wire a passage's text comes once per response (chat.wire.WireReports)
     passage["required"] = [name for name in passage["required"] if name != "text"]
     passage["properties"]["text"]["description"] = (
         "the passage's text; absent when this response already sent the passage with the same provider and id"
@@ -83,10 +70,10 @@ def openapi_document() -> dict[str, Any]:
                     "parameters": [{"name": "X-Factcheck-Mode", "in": "header", "required": False,
                                     "schema": {"type": "string", "enum": ["off", "annotate", "correct"]}}],
                     "requestBody": {"required": True,
-                                    "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ChatRequest"}}}},
+                                    "content": {"application/json": {"schema": _ref("ChatRequest")}}},
                     "responses": {
                         "200": {"description": "a chat completion (JSON) or a stream of chunks (SSE)",
-                                "content": {"application/json": {"schema": {"type": "object"}},
+                                "content": {"application/json": {"schema": _ref("ChatCompletion")},
                                             "text/event-stream": {"schema": _SSE_EVENT}}},
                         **chat_errors,
                     },
@@ -97,8 +84,7 @@ def openapi_document() -> dict[str, Any]:
                         "content": {"application/json": {"schema": {"type": "object"}}}},
                 "502": _error_response("upstream failure")}}},
             "/healthz": {"get": {"operationId": "health", "responses": {
-                "200": {"description": "alive", "content": {"application/json": {"schema": {
-                    "type": "object", "properties": {"status": {"type": "string"}}}}}}}}},
+                "200": {"description": "alive", "content": {"application/json": {"schema": _ref("Health")}}}}}},
             "/metrics": {"get": {"operationId": "metrics", "responses": {
                 "200": {"description": "Prometheus metrics", "content": {"text/plain": {"schema": {"type": "string"}}}}}}},
         },

@@ -1,93 +1,16 @@
-"""Wire schema of the chat completions endpoint: what the proxy reads from a request.
-
-Only the fields the proxy uses are validated; every other field is forwarded unchanged.
-"""
+"""Reading a chat completions body into the protocol's models: JSON hygiene (depth, lone
+surrogates), message limits, validation errors in the OpenAI error format, and the mode."""
 
 from __future__ import annotations
 
 import json
-from typing import Any, Literal
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError, field_validator
+from pydantic import ValidationError
 
+from middleware.chat.protocol import ChatRequest
 from middleware.errors import RequestError
 from middleware.types import Mode
-
-
-class ContextDocument(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    text: str
-    title: str | None = None
-    source: str | None = None
-
-
-class FactcheckOptions(BaseModel):
-    """The request's ``factcheck`` field (stripped before forwarding). A bare string is a mode."""
-
-    model_config = ConfigDict(extra="forbid")
-    mode: Mode | None = None
-    context: list[ContextDocument | str] = Field(default_factory=list, description="documents to check against")
-    context_policy: Literal["only", "first", "among"] | None = None
-    memory_check: StrictBool = False
-
-
-_CONTENT_PART = {
-    "type": "object",
-    "required": ["type"],
-    "properties": {"type": {"type": "string"}},
-    "if": {"properties": {"type": {"const": "text"}}},
-    "then": {"required": ["text"], "properties": {"text": {"type": "string"}}},
-}
-
-
-class Message(BaseModel):
-    model_config = ConfigDict(extra="allow")
-    role: str
-    content: str | list[Any] | None = Field(
-        default=None,
-        json_schema_extra={"anyOf": [{"type": "string"}, {"type": "array", "items": _CONTENT_PART}, {"type": "null"}]},
-    )
-
-    @field_validator("content")
-    @classmethod
-    def _content_parts(cls, value: Any) -> Any:
-        """Each part of a multi-part content is an object with a string ``type``; a text
-        part's ``text`` is a string (other part types are the upstream's business)."""
-        if isinstance(value, list):
-            for i, part in enumerate(value):
-                if not isinstance(part, dict) or not isinstance(part.get("type"), str):
-                    raise ValueError(f"content part {i} must be an object with a string 'type'")
-                if part["type"] == "text" and not isinstance(part.get("text"), str):
-                    raise ValueError(f"content part {i} of type 'text' needs a string 'text'")
-        return value
-
-    def text(self) -> str:
-        """The message's text: a string, or the text parts of a multi-part content list."""
-        if isinstance(self.content, str):
-            return self.content
-        if isinstance(self.content, list):
-            return "\n".join(part["text"] for part in self.content if part["type"] == "text")
-        return ""
-
-
-class ChatRequest(BaseModel):
-    model_config = ConfigDict(extra="allow")
-    model: str | None = None
-    messages: list[Message] = Field(min_length=1)
-    stream: StrictBool = False
-    factcheck: FactcheckOptions | None = None
-
-    @field_validator("factcheck", mode="before")
-    @classmethod
-    def _mode_shorthand(cls, value: Any) -> Any:
-        return {"mode": value} if isinstance(value, str) else value
-
-    def last_user_message(self) -> str | None:
-        for message in reversed(self.messages):
-            if message.role == "user":
-                return message.text()
-        return None
-
 
 DEFAULT_MAX_DEPTH = 64
 

@@ -1,16 +1,16 @@
 """``GET /v1/ws``: the proxy's stream over a websocket, for browsers (the UI at ``/``).
 
-Client → server, one JSON object per message:
+Client → server, one JSON object per message (``protocol.WsChat``, ``protocol.WsCancel``):
 - ``{"type": "chat", "request": <chat completions body, optional "factcheck">}`` starts an answer;
 - ``{"type": "cancel"}`` stops the answer in progress.
 
 Server → client, one JSON object per message, the same events the SSE stream carries:
-- ``{"type": "start", "mode": "annotate"}`` (what the ``X-Factcheck-Mode`` header says over HTTP);
+- ``{"type": "start", "mode": "annotate"}`` (``protocol.WsStart``: what the ``X-Factcheck-Mode`` header says over HTTP);
 - every ``chat.completion.chunk`` as its JSON, including the extension chunks with a
   top-level ``factcheck`` object (sentence reports and the summary);
 - errors as OpenAI error objects ``{"error": {...}}`` (request errors, upstream errors before
   or during the stream);
-- ``{"type": "done"}`` after every chat request, whatever happened.
+- ``{"type": "done"}`` (``protocol.WsDone``) after every chat request, whatever happened.
 One answer at a time per socket; closing the socket cancels the upstream request and checks.
 """
 
@@ -25,13 +25,15 @@ from typing import Any
 
 from aiohttp import WSMsgType, web
 
-from middleware.errors import RequestError, UpstreamError, error_body
+from middleware.chat.api_router import SERVICE_KEY, SSEEncoder, upstream_headers
+from middleware.chat.checked_stream import End, Forward, StreamEvent
+from middleware.chat.chunks import ChunkItem
+from middleware.chat.parsing import load_json, parse_chat_request, resolve_mode
+from middleware.chat.protocol import WsDone, WsStart, error_body
+from middleware.errors import RequestError, UpstreamError
 from middleware.metrics import REQUEST_ERRORS, REQUESTS, UPSTREAM_ERRORS
-from middleware.server.chat import SETTINGS_KEY, open_chat_stream
-from middleware.server.limits import LIMITER_KEY, client_id
-from middleware.server.protocol import load_json, parse_chat_request, resolve_mode
+from middleware.chat.limits import LIMITER_KEY, client_id
 from middleware.sse import SSEParser, dumps
-from middleware.stream import Out
 
 log = logging.getLogger(__name__)
 
@@ -39,6 +41,7 @@ WS_PATH = "/v1/ws"
 
 
 def add_ws_routes(app: web.Application) -> None:
+    """The websocket over the app's ``ChatService`` (``api_router.add_chat_routes`` sets it)."""
     app.router.add_get(WS_PATH, chat_socket)
 
 
@@ -58,7 +61,7 @@ class _Socket:
 
     async def on_text(self, text: str) -> None:
         try:
-            message = load_json(text, self.request.app[SETTINGS_KEY].server.max_json_depth, what="message")
+            message = load_json(text, self.request.app[SERVICE_KEY].settings.server.max_json_depth, what="message")
         except RequestError as exc:
             REQUEST_ERRORS.labels(status=str(exc.status)).inc()
             await self.send(exc.body())
@@ -95,7 +98,7 @@ class _Socket:
             if error is not None:
                 await self.send(error)
             if not self.ws.closed:
-                await self.send({"type": "done"})
+                await self.send(WsDone().model_dump(mode="json"))
 
     async def _stream_or_error(self, body: Any) -> dict[str, Any] | None:
         """Stream the answer; return the OpenAI error object to send if it failed."""
@@ -116,36 +119,43 @@ class _Socket:
 
     async def _stream(self, body: Any) -> None:
         """Run one answer exactly as ``POST /v1/chat/completions`` with ``stream: true`` does."""
-        app = self.request.app
-        settings = app[SETTINGS_KEY]
+        service = self.request.app[SERVICE_KEY]
+        settings = service.settings
         started = time.perf_counter()
-        app[LIMITER_KEY].check(client_id(self.request))  # each answer counts like an HTTP request
+        self.request.app[LIMITER_KEY].check(client_id(self.request))  # each answer counts like an HTTP request
         if not isinstance(body, dict):
             raise RequestError("'request' must be a chat completions body (a JSON object)", param="request")
         chat, forward = parse_chat_request(json.dumps({**body, "stream": True}).encode(), settings.server.max_messages,
                                            settings.server.max_json_depth)
         mode = resolve_mode(chat, self.request.headers.get("X-Factcheck-Mode"), settings.check.default_mode)
         REQUESTS.labels(mode=mode.value, stream="true").inc()
-        async with open_chat_stream(self.request, chat, forward, mode, started) as chat_stream:
-            await self.send({"type": "start", "mode": mode.value})
-            async for out in chat_stream.run():
-                for message in messages_of(out):
+        async with service.open_stream(chat, forward, mode, upstream_headers(self.request), started) as opened:
+            encoder = SSEEncoder(opened.chunks)
+            await self.send(WsStart(mode=mode).model_dump(mode="json"))
+            async for event in opened.checked.run():
+                for message in messages_of(event, encoder):
                     await self.send(message)
 
 
-def messages_of(out: Out) -> list[dict[str, Any]]:
-    """The JSON messages for one stream item: a payload as it is; raw upstream SSE bytes
-    parsed to their JSON (``[DONE]`` dropped: the socket sends ``{"type": "done"}``; an event
-    that is not a JSON object cannot be a message and is dropped too)."""
-    if out.raw is None:
-        return [out.payload] if isinstance(out.payload, dict) else []
+def messages_of(event: StreamEvent[ChunkItem], encoder: SSEEncoder) -> list[dict[str, Any]]:
+    """The JSON messages for one event: an upstream chunk as its JSON (off mode: its raw SSE
+    bytes parsed; an event that is not a JSON object cannot be a message and is dropped);
+    nothing for the end (the socket sends ``done``); the proxy's own events as over SSE."""
+    if isinstance(event, End):
+        return []
+    if not isinstance(event, Forward):
+        return [encoder.payload(event)]
+    if event.item.chunk is not None:
+        return [event.item.chunk]
+    if event.item.raw is None:
+        return []
     parser = SSEParser()
     messages = []
-    for event in parser.feed(out.raw) + parser.flush():
-        if event.data is None or event.is_done:
+    for sse in parser.feed(event.item.raw) + parser.flush():
+        if sse.data is None or sse.is_done:
             continue
         try:
-            data = event.json()
+            data = sse.json()
         except ValueError:
             continue
         if isinstance(data, dict):
@@ -167,10 +177,11 @@ def origin_allowed(request: web.Request, allowed: list[str]) -> bool:
 
 
 async def chat_socket(request: web.Request) -> web.WebSocketResponse:
-    if not origin_allowed(request, request.app[SETTINGS_KEY].server.ws_allowed_origins):
+    settings = request.app[SERVICE_KEY].settings
+    if not origin_allowed(request, settings.server.ws_allowed_origins):
         raise RequestError("websocket Origin not allowed (server.ws_allowed_origins)", status=403,
                            param="Origin", code="origin_not_allowed")
-    ws = web.WebSocketResponse(heartbeat=30.0, max_msg_size=request.app[SETTINGS_KEY].server.max_body_bytes)
+    ws = web.WebSocketResponse(heartbeat=30.0, max_msg_size=settings.server.max_body_bytes)
     await ws.prepare(request)
     socket = _Socket(request, ws)
     try:

@@ -1,5 +1,6 @@
-"""``factcheck check`` (the whole pipeline on a text) and ``factcheck eval-check`` (detection
-quality on a labelled dev set)."""
+"""``factcheck check``: a text file through the same checked stream as a proxied answer,
+printed coloured by verdict or as JSON; ``factcheck eval-check``: the whole pipeline's
+detection quality on a labelled dev set."""
 
 from __future__ import annotations
 
@@ -14,19 +15,13 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from middleware.chat.checked_stream import CheckedAnswer, check_answer
 from middleware.checking import CheckRunner
 from middleware.render import print_checked
-from middleware.settings import Settings, load_settings
+from middleware.settings import load_settings
 from middleware.types import CheckContext, Mode
 
-
-def _checker(settings: Settings):
-    from middleware.evidence.index import ensure_demo_index
-    from middleware.pipeline.assembly import build_pipeline_checker
-
-    if "index" in settings.evidence.providers:
-        ensure_demo_index(settings.evidence.index_dir, settings=settings)
-    return build_pipeline_checker(settings)
+CLI_SENTENCE_BUDGET_S = 30.0
 
 
 def check(
@@ -38,24 +33,24 @@ def check(
 ) -> None:
     """Run the whole pipeline on a text: every sentence checked against the evidence."""
     text = sys.stdin.read() if file == "-" else Path(file).read_text(encoding="utf-8")
+    from middleware.composition import pipeline_checker
+
     settings = load_settings(config)
     logging.basicConfig(level="WARNING")
-    asyncio.run(_check(settings, text, as_json, mode, question))
-
-
-async def _check(settings: Settings, text: str, as_json: bool, mode: Mode, question: str | None) -> None:
-    from middleware.server.chat import apply_corrections, check_text
-
-    # A check run from the command line is not racing a stream: give it room.
-    runner = CheckRunner(_checker(settings), settings.check.model_copy(update={"sentence_budget_s": 30.0}))
-    reports = await check_text(runner, text, CheckContext(user_message=question, mode=mode))
-    summary = await runner.summarize(reports, mode)
+    # A check run from the command line is not racing a stream: it gets room.
+    runner = CheckRunner(pipeline_checker(settings),
+                         settings.check.model_copy(update={"sentence_budget_s": CLI_SENTENCE_BUDGET_S}))
+    answer = asyncio.run(check_answer(runner, text, CheckContext(user_message=question, mode=mode)))
     if as_json:
-        out = {"text": apply_corrections(text, reports) if mode is Mode.CORRECT else text,
-               "reports": [r.model_dump(mode="json") for r in reports], "summary": summary.model_dump(mode="json")}
-        print(json.dumps(out, ensure_ascii=False, indent=2))
+        print(json.dumps(answer_json(answer), ensure_ascii=False, indent=2))
     else:
-        print_checked(text, reports, summary)
+        print_checked(text, answer.reports, answer.summary)
+
+
+def answer_json(answer: CheckedAnswer) -> dict[str, object]:
+    """``--json``: the text as the client would get it, the reports and the summary."""
+    return {"text": answer.text, "reports": [r.model_dump(mode="json") for r in answer.reports],
+            "summary": answer.summary.model_dump(mode="json") if answer.summary is not None else None}
 
 
 def eval_check(
@@ -69,7 +64,9 @@ def eval_check(
     settings = load_settings(config)
     logging.basicConfig(level="WARNING")
     rows = [json.loads(line) for line in file.read_text(encoding="utf-8").splitlines() if line.strip()]
-    reports = asyncio.run(check_rows(_checker(settings), rows))
+    from middleware.composition import pipeline_checker
+
+    reports = asyncio.run(check_rows(pipeline_checker(settings), rows))
     metrics = score(rows, reports).as_dict()
     if as_json:
         print(json.dumps(metrics, indent=2))

@@ -1,0 +1,105 @@
+"""``POST /v1/chat/completions`` over HTTP: read the request, hand it to the ``ChatService``,
+write its answer as JSON or as server-sent events. HTTP only: the logic is in ``serving``."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from typing import Any
+
+from aiohttp import web
+
+from middleware.chat.checked_stream import End, Failed, Forward, StreamEvent, Text
+from middleware.chat.chunks import DONE_EVENT, ChunkItem, UpstreamChunks
+from middleware.chat.parsing import parse_chat_request, resolve_mode
+from middleware.chat.protocol import SentenceEvent, SummaryEvent, error_body
+from middleware.chat.serving import ChatService
+from middleware.chat.wire import WireReports
+from middleware.errors import UpstreamError
+from middleware.metrics import REQUESTS, UPSTREAM_ERRORS
+from middleware.sse import dumps, encode_event
+
+log = logging.getLogger(__name__)
+
+CHAT_PATH = "/v1/chat/completions"
+SERVICE_KEY = web.AppKey("chat_service", ChatService)
+
+
+def add_chat_routes(app: web.Application, service: ChatService) -> None:
+    app[SERVICE_KEY] = service
+    app.router.add_post(CHAT_PATH, chat_completions)
+
+
+def upstream_headers(request: web.Request) -> dict[str, str]:
+    """Client headers for the upstream. With proxy keys configured the client's
+    Authorization is the proxy key, which must never travel on."""
+    headers = {k.lower(): v for k, v in request.headers.items()}
+    if request.app[SERVICE_KEY].settings.server.api_keys:
+        headers.pop("authorization", None)
+    return headers
+
+
+async def chat_completions(request: web.Request) -> web.StreamResponse:
+    service = request.app[SERVICE_KEY]
+    settings = service.settings
+    started = time.perf_counter()
+    raw = await request.read()
+    chat, forward = parse_chat_request(raw, settings.server.max_messages, settings.server.max_json_depth)
+    mode = resolve_mode(chat, request.headers.get("X-Factcheck-Mode"), settings.check.default_mode)
+    REQUESTS.labels(mode=mode.value, stream=str(chat.stream).lower()).inc()
+    headers = upstream_headers(request)
+    if not chat.stream:
+        body = await service.complete(chat, forward, mode, headers)
+        if isinstance(body, bytes):
+            return web.Response(body=body, content_type="application/json")
+        return web.json_response(body, dumps=dumps)
+    response = web.StreamResponse(
+        headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache", "X-Factcheck-Mode": mode.value}
+    )
+    async with service.open_stream(chat, forward, mode, headers, started) as opened:
+        encoder = SSEEncoder(opened.chunks)
+        try:
+            await response.prepare(request)
+            async for event in opened.checked.run():
+                if data := encoder.encode(event):
+                    await response.write(data)
+            await response.write_eof()
+        except (ConnectionResetError, asyncio.CancelledError):
+            log.info("client went away; upstream request and checks cancelled")
+            raise
+    return response
+
+
+class SSEEncoder:
+    """The checked stream's events as the bytes of one SSE response: upstream events byte for
+    byte, the proxy's chunks as ``data:`` events, errors as OpenAI error events, ``[DONE]``
+    last (the upstream's own when it sent one)."""
+
+    def __init__(self, source: UpstreamChunks) -> None:
+        self._source = source
+        self._wire = WireReports()
+
+    def encode(self, event: StreamEvent[ChunkItem]) -> bytes:
+        if isinstance(event, Forward):
+            return event.item.sse()
+        if isinstance(event, End):
+            return event.item.sse() if event.item is not None else DONE_EVENT
+        return encode_event(self.payload(event))
+
+    def payload(self, event: Text | SentenceEvent | SummaryEvent | Failed) -> dict[str, Any]:
+        """A proxy-made event's JSON: a content chunk, an extension chunk or an error body."""
+        if isinstance(event, Text):
+            return self._source.content_chunk(event.text)
+        if isinstance(event, Failed):
+            return failure_body(event.error)
+        return self._source.factcheck_chunk(self._wire.event(event))
+
+
+def failure_body(error: BaseException) -> dict[str, Any]:
+    """The error body for a stream that broke off: the upstream's failure, or ours."""
+    if isinstance(error, UpstreamError):
+        UPSTREAM_ERRORS.labels(kind=error.kind).inc()
+        return error_body(str(error), "upstream_error", None, error.kind)
+    log.error("stream failed", exc_info=error)
+    return error_body("the proxy failed while relaying the answer", "server_error", None, "internal_error")

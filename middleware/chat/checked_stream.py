@@ -1,0 +1,377 @@
+"""One checked answer, whatever carries it: the modes and the sentence bookkeeping, once.
+
+Every face (the SSE endpoint, the websocket, the LangChain Runnable and callback, ``factcheck
+check``) reads an answer as items of its own kind (an upstream SSE event, a LangChain message
+chunk) through an ``AnswerSource``, and gets back ``StreamEvent`` items to encode:
+
+- ``Forward(item)``: an item of the answer, passed on as it came (correct mode: without its
+  text, when something else is in it);
+- ``Text(text)``: correct mode: a sentence's text as the client gets it (edited or as written);
+- ``SentenceEvent`` / ``SummaryEvent`` (the protocol's ``factcheck`` events);
+- ``Failed(error)``: the answer broke off; nothing follows;
+- ``End(item)``: the answer is complete (``item``: the source's own end marker, if it sent one).
+
+Modes:
+- off: items pass through as fast as the source gives them (``AnswerSource.passthrough``);
+  no ``End`` (the end marker, if any, was an item like the others);
+- annotate: items pass through at once; the text is segmented and each sentence checked
+  beside the stream; each report goes out as soon as it is ready; the summary ends it;
+- correct: the text is held per sentence until its check finishes (bounded by the budget)
+  and then sent, corrected where the checker edited it, followed by its report.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import AsyncIterator, Callable, Coroutine
+from dataclasses import dataclass
+from typing import Any, Generic, Protocol, TypeVar
+
+from middleware.chat.protocol import SentenceEvent, SummaryEvent
+from middleware.checking import CheckRunner, StreamChecks
+from middleware.metrics import TIME_TO_FIRST_TOKEN
+from middleware.segmenter import StreamSegmenter
+from middleware.types import CheckContext, Mode, Segment, Sentence, SentenceReport, StreamSummary
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+
+class AnswerSource(Protocol[T]):
+    """An answer read once, as items of the face's own kind."""
+
+    def items(self) -> AsyncIterator[T]:
+        """The items, each one a unit the source can tell the text of (annotate, correct)."""
+        ...
+
+    def passthrough(self) -> AsyncIterator[T]:
+        """The items as fast as they come, unread (off mode)."""
+        ...
+
+    def text(self, item: T) -> str:
+        """The answer text the item adds (choice 0's content), or ""."""
+        ...
+
+    def ends_message(self, item: T) -> bool:
+        """The item closes the message (a finish reason): what is held is checked now."""
+        ...
+
+    def is_end(self, item: T) -> bool:
+        """The item is the source's end marker (SSE ``[DONE]``); nothing after it is read."""
+        ...
+
+    def without_text(self, item: T) -> T | None:
+        """Correct mode: the item minus its text, or None when nothing else is in it."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class Forward(Generic[T]):
+    item: T
+
+
+@dataclass(frozen=True, slots=True)
+class Text:
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class Failed:
+    error: BaseException
+
+
+@dataclass(frozen=True, slots=True)
+class End(Generic[T]):
+    item: T | None = None
+
+
+StreamEvent = Forward[T] | Text | SentenceEvent | SummaryEvent | Failed | End[T]
+
+
+@dataclass(slots=True)
+class Held:
+    """A segment of the message and, if it is a checkable sentence, its check."""
+
+    segment: Segment
+    task: asyncio.Task[SentenceReport] | None = None
+
+
+class CheckedText:
+    """The sentence bookkeeping of one message: ``feed`` text as it arrives and ``flush`` at
+    the end; each checkable sentence is numbered, given the sentences before it as context and
+    submitted at once. Every task resolves to a report (a timeout or a failure is an
+    ``unverified`` report), recorded in ``reports`` as it finishes."""
+
+    def __init__(self, runner: CheckRunner, context: CheckContext) -> None:
+        self.runner = runner
+        self.context = context
+        self.checks: StreamChecks = runner.for_stream()
+        self.sentences: list[Sentence] = []
+        self.reports: list[SentenceReport] = []
+        self._segmenter = StreamSegmenter()
+
+    @property
+    def mode(self) -> Mode:
+        return self.context.mode
+
+    def feed(self, text: str) -> list[Held]:
+        return [self._hold(segment) for segment in self._segmenter.feed(text)] if text else []
+
+    def flush(self) -> list[Held]:
+        return [self._hold(segment) for segment in self._segmenter.flush()]
+
+    async def wait(self) -> list[SentenceReport]:
+        """Every report, in sentence order."""
+        return await self.checks.wait_all()
+
+    async def summary(self, added_latency_ms: float | None = None) -> StreamSummary:
+        summary = await self.runner.summarize(self.reports, self.mode)
+        return summary.model_copy(update={"added_latency_ms": added_latency_ms})
+
+    async def cancel(self) -> None:
+        await self.checks.cancel_all()
+
+    def _hold(self, segment: Segment) -> Held:
+        if not segment.checkable:
+            return Held(segment)
+        sentence = Sentence(index=len(self.sentences), start=segment.start, end=segment.end, text=segment.text,
+                            code_spans=segment.code_spans)
+        self.sentences.append(sentence)
+        previous = [s.text for s in self.sentences[: sentence.index]]
+        task = self.checks.submit(sentence, self.context.model_copy(update={"previous": previous}))
+        task.add_done_callback(self._record)  # recorded when done: correct mode's summary may precede a release
+        return Held(segment, task)
+
+    def _record(self, task: asyncio.Task[SentenceReport]) -> None:
+        if not task.cancelled() and task.exception() is None:
+            self.reports.append(task.result())
+
+
+class TextSource:
+    """A complete text as an ``AnswerSource``: one item (a non-stream completion, ``factcheck check``)."""
+
+    def __init__(self, text: str) -> None:
+        self._text = text
+
+    async def items(self) -> AsyncIterator[str]:
+        yield self._text
+
+    def passthrough(self) -> AsyncIterator[str]:
+        return self.items()
+
+    def text(self, item: str) -> str:
+        return item
+
+    def ends_message(self, item: str) -> bool:
+        return True
+
+    def is_end(self, item: str) -> bool:
+        return False
+
+    def without_text(self, item: str) -> str | None:
+        return None
+
+
+@dataclass(slots=True)
+class CheckedAnswer:
+    """A complete answer after its check: the text the client gets (correct mode: edited),
+    the reports in sentence order and the summary (None in off mode)."""
+
+    text: str
+    reports: list[SentenceReport]
+    summary: StreamSummary | None
+
+
+async def check_answer(runner: CheckRunner, text: str, context: CheckContext) -> CheckedAnswer:
+    """Check a complete text through the same checked stream as a streamed answer."""
+    out: list[str] = []
+    reports: list[SentenceReport] = []
+    summary = None
+    async for event in CheckedStream(TextSource(text), runner, context).run():
+        if isinstance(event, Forward | Text):
+            out.append(event.item if isinstance(event, Forward) else event.text)
+        elif isinstance(event, SentenceEvent):
+            reports.append(event.report)
+        elif isinstance(event, SummaryEvent):
+            summary = event.summary
+        elif isinstance(event, Failed):
+            raise event.error
+    return CheckedAnswer("".join(out), sorted(reports, key=lambda r: r.index), summary)
+
+
+@dataclass(slots=True)
+class _Release:
+    """Correct mode's ordered output: a held sentence, or an event to pass on in its place."""
+
+    held: Held | None = None
+    event: Any = None
+
+
+class CheckedStream(Generic[T]):
+    """One answer from ``source`` checked in ``context.mode``. ``run()`` is read once;
+    stopping early (or cancelling the reader) cancels the pending checks."""
+
+    def __init__(self, source: AnswerSource[T], runner: CheckRunner, context: CheckContext,
+                 started_at: float | None = None) -> None:
+        self.source = source
+        self.mode = context.mode
+        self.text = CheckedText(runner, context)
+        self.started_at = started_at if started_at is not None else time.perf_counter()
+        self.first_content_at: float | None = None
+        self.answer_done_at: float | None = None
+        self._end: T | None = None
+
+    async def run(self) -> AsyncIterator[StreamEvent[T]]:
+        try:
+            if self.mode is Mode.OFF:
+                events = self._off()
+            elif self.mode is Mode.ANNOTATE:
+                events = self._drain(self._annotate, _single)
+            else:
+                events = self._drain(self._correct, self._release)
+            async for event in events:
+                yield event
+        finally:
+            await self.text.cancel()
+
+    # ------------------------------------------------------------------ modes
+    async def _off(self) -> AsyncIterator[StreamEvent[T]]:
+        try:
+            async for item in self.source.passthrough():
+                self._mark_first_content()
+                yield Forward(item)
+        except Exception as exc:  # the source broke off: the face says so in its own way
+            yield Failed(exc)
+        self.answer_done_at = time.perf_counter()
+
+    async def _answer_items(self) -> AsyncIterator[T]:
+        """The source's items up to its end marker (kept in ``self._end``)."""
+        async for item in self.source.items():
+            if self.source.is_end(item):
+                self._end = item
+                return
+            yield item
+
+    async def _annotate(self, queue: asyncio.Queue[Any]) -> None:
+        try:
+            async for item in self._answer_items():
+                queue.put_nowait(Forward(item))
+                if text := self.source.text(item):
+                    self._mark_first_content()
+                    self._report_when_done(self.text.feed(text), queue)
+        except Exception as exc:
+            await self.text.cancel()
+            queue.put_nowait(Failed(exc))
+            queue.put_nowait(None)
+            return
+        self.answer_done_at = time.perf_counter()
+        self._report_when_done(self.text.flush(), queue)
+        await self.text.wait()  # each report's callback ran before wait's gather saw it finish
+        await self._close(queue, lambda event: event)
+
+    def _report_when_done(self, held: list[Held], queue: asyncio.Queue[Any]) -> None:
+        def on_done(task: asyncio.Task[SentenceReport]) -> None:
+            if not task.cancelled() and task.exception() is None:
+                queue.put_nowait(SentenceEvent(report=task.result()))
+
+        for item in held:
+            if item.task is not None:
+                item.task.add_done_callback(on_done)
+
+    async def _correct(self, queue: asyncio.Queue[Any]) -> None:
+        try:
+            async for item in self._answer_items():
+                text = self.source.text(item)
+                rest: T | None = item
+                if text:
+                    self._hold_all(self.text.feed(text), queue)
+                    rest = self.source.without_text(item)
+                if self.source.ends_message(item):
+                    self._hold_all(self.text.flush(), queue)
+                if rest is not None:
+                    queue.put_nowait(_Release(event=Forward(rest)))
+        except Exception as exc:
+            # Nothing held is lost: the rest is checked (within the budget) and sent with its
+            # report like any sentence, then the failure ends the stream.
+            self._hold_all(self.text.flush(), queue)
+            queue.put_nowait(_Release(event=Failed(exc)))
+            queue.put_nowait(None)
+            return
+        self.answer_done_at = time.perf_counter()
+        self._hold_all(self.text.flush(), queue)
+        await self.text.wait()
+        await self._close(queue, lambda event: _Release(event=event))
+
+    @staticmethod
+    def _hold_all(held: list[Held], queue: asyncio.Queue[Any]) -> None:
+        for item in held:
+            queue.put_nowait(_Release(held=item))
+
+    async def _release(self, release: _Release) -> AsyncIterator[StreamEvent[T]]:
+        """Correct mode: one ordered item, waiting for its check if it has one."""
+        if release.held is None:
+            yield release.event
+            return
+        held = release.held
+        report = await _report_of(held.task) if held.task is not None else None
+        text = report.corrected_text if report is not None and report.corrected_text is not None else held.segment.text
+        if text:
+            self._mark_first_content()
+            yield Text(text)
+        if report is not None:
+            yield SentenceEvent(report=report)
+
+    async def _close(self, queue: asyncio.Queue[Any], wrap: Callable[[Any], Any]) -> None:
+        """The summary, then the end (the source's own marker when it sent one)."""
+        added = (time.perf_counter() - self.answer_done_at) * 1000.0 if self.answer_done_at is not None else None
+        queue.put_nowait(wrap(SummaryEvent(summary=await self.text.summary(added))))
+        queue.put_nowait(wrap(End(self._end)))
+        queue.put_nowait(None)
+
+    # ------------------------------------------------------------------ plumbing
+    async def _drain(
+        self, reader: Callable[[asyncio.Queue[Any]], Coroutine[Any, Any, None]],
+        expand: Callable[[Any], AsyncIterator[StreamEvent[T]]],
+    ) -> AsyncIterator[StreamEvent[T]]:
+        """Run ``reader`` (filling a queue until it puts None) and yield what each queued
+        item expands to; stopping early cancels the reader. A reader that fails in a way it
+        did not handle still ends the stream: with ``Failed``, not a hang."""
+        queue: asyncio.Queue[Any] = asyncio.Queue()
+        task = asyncio.create_task(reader(queue))
+        task.add_done_callback(lambda t: self._on_reader_done(t, queue))
+        try:
+            while (item := await queue.get()) is not None:
+                async for event in expand(item):
+                    yield event
+        finally:
+            if not task.done():
+                task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+
+    def _on_reader_done(self, task: asyncio.Task[None], queue: asyncio.Queue[Any]) -> None:
+        if task.cancelled() or (error := task.exception()) is None:
+            return
+        log.error("stream reader failed", exc_info=error)
+        queue.put_nowait(Failed(error) if self.mode is Mode.ANNOTATE else _Release(event=Failed(error)))
+        queue.put_nowait(None)
+
+    def _mark_first_content(self) -> None:
+        if self.first_content_at is None:
+            self.first_content_at = time.perf_counter()
+            TIME_TO_FIRST_TOKEN.labels(mode=self.mode.value).observe(self.first_content_at - self.started_at)
+
+
+async def _report_of(task: asyncio.Task[SentenceReport]) -> SentenceReport | None:
+    """The check's report, or None when the check was cancelled or failed (its sentence then
+    goes out as written). Waiting does not take on the check's cancellation."""
+    await asyncio.wait([task])
+    if task.cancelled() or task.exception() is not None:
+        return None
+    return task.result()
+
+
+async def _single(event: StreamEvent[T]) -> AsyncIterator[StreamEvent[T]]:
+    yield event

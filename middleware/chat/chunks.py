@@ -1,0 +1,156 @@
+"""The OpenAI ``chat.completion.chunk`` as the proxy reads it from the upstream and writes its own.
+
+``UpstreamChunks`` is the ``AnswerSource`` of an upstream SSE stream: its items are
+``ChunkItem``s, an upstream event kept byte for byte (``raw``) with its JSON when it has one
+(``chunk``), or a chunk the proxy made (correct mode's chunk without its text). The first
+upstream chunk gives the template (id, created, model, ...) of the chunks the proxy writes.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+import re
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any
+
+from middleware.chat.protocol import ChatChunk, ChunkChoice
+from middleware.errors import UpstreamError
+from middleware.interfaces import UpstreamStream
+from middleware.metrics import UPSTREAM_ERRORS
+from middleware.sse import DEFAULT_MAX_EVENT_BYTES, EventCutter, EventTooLarge, SSEEvent, encode_event
+
+log = logging.getLogger(__name__)
+
+DONE_EVENT = b"data: [DONE]\n\n"
+_TEMPLATE_KEYS = ("id", "created", "model", "system_fingerprint")
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkItem:
+    """An upstream event (``raw`` bytes, with its JSON object as ``chunk`` when it is one), or
+    a chunk the proxy made (``raw`` None)."""
+
+    raw: bytes | None = None
+    chunk: dict[str, Any] | None = None
+    done: bool = False
+
+    def sse(self) -> bytes:
+        return self.raw if self.raw is not None else encode_event(self.chunk)
+
+
+class UpstreamChunks:
+    """An upstream SSE stream read as ``ChunkItem``s (see ``AnswerSource``)."""
+
+    def __init__(self, upstream: UpstreamStream, max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES) -> None:
+        self._upstream = upstream
+        self._max_event_bytes = max_event_bytes
+        self.template: dict[str, Any] = {}
+
+    async def items(self) -> AsyncIterator[ChunkItem]:
+        async for event in self._upstream.events():
+            yield ChunkItem(raw=event.raw, chunk=self._parse(event), done=event.is_done)
+
+    async def passthrough(self) -> AsyncIterator[ChunkItem]:
+        """Whole events, each upstream read in one item, untouched: only event ends are looked
+        for, so that an error event can follow whole events."""
+        cutter = EventCutter(self._max_event_bytes)
+        try:
+            async for data in self._upstream.chunks():
+                if whole := cutter.feed(data):
+                    yield ChunkItem(raw=whole)
+            if rest := cutter.flush():
+                yield ChunkItem(raw=rest)
+        except EventTooLarge as exc:
+            raise UpstreamError(f"upstream sent an event larger than {exc.limit} bytes", kind="event_too_large") from exc
+
+    def text(self, item: ChunkItem) -> str:
+        return content0(item.chunk)
+
+    def ends_message(self, item: ChunkItem) -> bool:
+        choice = choice0(item.chunk) if item.chunk is not None else None
+        return bool(choice and choice.get("finish_reason"))
+
+    def is_end(self, item: ChunkItem) -> bool:
+        return item.done
+
+    def without_text(self, item: ChunkItem) -> ChunkItem | None:
+        stripped = without_content0(item.chunk) if item.chunk is not None else None
+        return ChunkItem(chunk=stripped) if stripped is not None else None
+
+    def close(self) -> None:
+        self._upstream.close()
+
+    # ------------------------------------------------------------ the proxy's own chunks
+    def content_chunk(self, text: str) -> dict[str, Any]:
+        """Correct mode: a sentence's text as an ordinary content chunk."""
+        return self._chunk(ChunkChoice(delta={"content": text}))
+
+    def factcheck_chunk(self, factcheck: dict[str, Any]) -> dict[str, Any]:
+        """An extension chunk: empty delta, the ``factcheck`` event (already wire-rendered)."""
+        data = self._chunk(ChunkChoice())
+        data["factcheck"] = factcheck
+        return data
+
+    def _chunk(self, choice: ChunkChoice) -> dict[str, Any]:
+        base = {key: self.template[key] for key in _TEMPLATE_KEYS if key in self.template}
+        base.setdefault("id", "chatcmpl-factcheck")
+        base.setdefault("created", int(time.time()))
+        base.setdefault("model", "unknown")
+        return ChatChunk(**base, choices=[choice]).model_dump(mode="json")
+
+    def _parse(self, event: SSEEvent) -> dict[str, Any] | None:
+        """The event's JSON object, or None (no data, [DONE], or not JSON: passed through)."""
+        if event.data is None or event.is_done:
+            return None
+        try:
+            chunk = event.json()
+        except ValueError:
+            UPSTREAM_ERRORS.labels(kind="invalid_sse").inc()
+            log.warning("upstream sent an event that is not JSON; passing it through")
+            return None
+        if not isinstance(chunk, dict):
+            return None
+        if not self.template:
+            self.template = {key: chunk[key] for key in _TEMPLATE_KEYS if key in chunk}
+        return chunk
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _clean(text: str) -> str:
+    """``text`` with lone surrogates (JSON ``"\\ud800"`` from the upstream) as U+FFFD: the
+    checker and the client get text that encodes."""
+    return _SURROGATE.sub("\ufffd", text) if _SURROGATE.search(text) else text
+
+
+def choice0(chunk: dict[str, Any]) -> dict[str, Any] | None:
+    choices = chunk.get("choices")
+    if not isinstance(choices, list):
+        return None
+    for choice in choices:
+        if isinstance(choice, dict) and choice.get("index", 0) == 0:
+            return choice
+    return None
+
+
+def content0(chunk: dict[str, Any] | None) -> str:
+    """Choice 0's delta content (cleaned), or ""."""
+    choice = choice0(chunk) if chunk is not None else None
+    delta = choice.get("delta") if choice else None
+    content = delta.get("content") if isinstance(delta, dict) else None
+    return _clean(content) if isinstance(content, str) else ""
+
+
+def without_content0(chunk: dict[str, Any]) -> dict[str, Any] | None:
+    """The chunk minus choice 0's content, or None if nothing else is in it."""
+    stripped = copy.deepcopy(chunk)
+    choice = choice0(stripped)
+    assert choice is not None
+    del choice["delta"]["content"]
+    keep = bool(choice["delta"]) or choice.get("finish_reason") is not None
+    keep = keep or len(stripped["choices"]) > 1 or stripped.get("usage") is not None
+    return stripped if keep else None

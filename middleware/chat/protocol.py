@@ -1,0 +1,254 @@
+"""The chat endpoint family's wire protocol: every JSON object the proxy reads or writes, as
+pydantic models. ``/openapi.json`` is generated from these models (``middleware.server.openapi``)
+and the tests validate what the proxy sends against them, so the document cannot drift from
+the wire.
+
+Only the request fields the proxy uses are validated; every other field is forwarded to the
+upstream unchanged (``extra="allow"``). Reports and summaries are the shared types of
+``middleware.types``; on the wire a passage's ``text`` comes once per response (see
+``middleware.chat.wire``), which the generated schema says.
+
+This module imports nothing of the project but ``middleware.types``.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    StrictBool,
+    field_validator,
+    model_serializer,
+)
+
+from pydantic.config import JsonDict
+
+from middleware.types import Mode, SentenceReport, StreamSummary
+
+# ---------------------------------------------------------------------------------- errors
+
+
+class ErrorDetail(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    message: str
+    type: str
+    param: str | None = None
+    code: str | None = None
+
+
+class ErrorBody(BaseModel):
+    """The OpenAI error format, for every error the proxy reports (HTTP body, SSE event,
+    websocket message)."""
+
+    model_config = ConfigDict(extra="forbid")
+    error: ErrorDetail
+
+
+def error_body(
+    message: str, type_: str = "invalid_request_error", param: str | None = None, code: str | None = None
+) -> dict[str, Any]:
+    """An ``ErrorBody`` as JSON-ready data."""
+    return ErrorBody(error=ErrorDetail(message=message, type=type_, param=param, code=code)).model_dump()
+
+
+# --------------------------------------------------------------------------------- request
+
+
+class ContextDocument(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    text: str
+    title: str | None = None
+    source: str | None = None
+
+
+class FactcheckOptions(BaseModel):
+    """The request's ``factcheck`` field (stripped before forwarding). A bare string is a mode."""
+
+    model_config = ConfigDict(extra="forbid")
+    mode: Mode | None = None
+    context: list[ContextDocument | str] = Field(default_factory=list, description="documents to check against")
+    context_policy: Literal["only", "first", "among"] | None = None
+    memory_check: StrictBool = False
+
+
+_CONTENT_PART: JsonDict = {
+    "type": "object",
+    "required": ["type"],
+    "properties": {"type": {"type": "string"}},
+    "if": {"properties": {"type": {"const": "text"}}},
+    "then": {"required": ["text"], "properties": {"text": {"type": "string"}}},
+}
+
+
+class Message(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    role: str
+    content: str | list[Any] | None = Field(
+        default=None,
+        json_schema_extra={"anyOf": [{"type": "string"}, {"type": "array", "items": _CONTENT_PART}, {"type": "null"}]},
+    )
+
+    @field_validator("content")
+    @classmethod
+    def _content_parts(cls, value: Any) -> Any:
+        """Each part of a multi-part content is an object with a string ``type``; a text
+        part's ``text`` is a string (other part types are the upstream's business)."""
+        if isinstance(value, list):
+            for i, part in enumerate(value):
+                if not isinstance(part, dict) or not isinstance(part.get("type"), str):
+                    raise ValueError(f"content part {i} must be an object with a string 'type'")
+                if part["type"] == "text" and not isinstance(part.get("text"), str):
+                    raise ValueError(f"content part {i} of type 'text' needs a string 'text'")
+        return value
+
+    def text(self) -> str:
+        """The message's text: a string, or the text parts of a multi-part content list."""
+        if isinstance(self.content, str):
+            return self.content
+        if isinstance(self.content, list):
+            return "\n".join(part["text"] for part in self.content if part["type"] == "text")
+        return ""
+
+
+class ChatRequest(BaseModel):
+    """``POST /v1/chat/completions``: the OpenAI request plus the optional ``factcheck`` field."""
+
+    model_config = ConfigDict(extra="allow")
+    model: str | None = None
+    messages: list[Message] = Field(min_length=1)
+    stream: StrictBool = False
+    factcheck: FactcheckOptions | None = None
+
+    @field_validator("factcheck", mode="before")
+    @classmethod
+    def _mode_shorthand(cls, value: Any) -> Any:
+        return {"mode": value} if isinstance(value, str) else value
+
+    def last_user_message(self) -> str | None:
+        for message in reversed(self.messages):
+            if message.role == "user":
+                return message.text()
+        return None
+
+
+# ---------------------------------------------------------------------- factcheck payloads
+
+
+class SentenceEvent(BaseModel):
+    """A sentence's report, sent as soon as its check finishes (correct mode: after its text)."""
+
+    model_config = ConfigDict(extra="forbid")
+    type: Literal["sentence"] = "sentence"
+    report: SentenceReport
+
+
+class SummaryEvent(BaseModel):
+    """The message's summary, sent once after every report (before ``[DONE]``)."""
+
+    model_config = ConfigDict(extra="forbid")
+    type: Literal["summary"] = "summary"
+    summary: StreamSummary
+
+
+FactcheckEvent = Annotated[SentenceEvent | SummaryEvent, Field(discriminator="type")]
+
+
+class CompletionFactcheck(BaseModel):
+    """The top-level ``factcheck`` object of a non-stream completion."""
+
+    model_config = ConfigDict(extra="forbid")
+    reports: list[SentenceReport]
+    summary: StreamSummary
+
+
+# ------------------------------------------------------------------------------ responses
+
+
+class ChunkChoice(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    index: int = 0
+    delta: dict[str, Any] = Field(default_factory=dict)
+    logprobs: Any = None
+    finish_reason: str | None = None
+
+
+class ChatChunk(BaseModel):
+    """A ``chat.completion.chunk`` the proxy writes itself: correct mode's sentence text, or
+    an extension chunk (empty delta) carrying a top-level ``factcheck`` event. Both parse as
+    ordinary chunks with the official SDKs."""
+
+    model_config = ConfigDict(extra="forbid")
+    id: str
+    object: Literal["chat.completion.chunk"] = "chat.completion.chunk"
+    created: int
+    model: str
+    system_fingerprint: str | None = None
+    choices: list[ChunkChoice]
+    factcheck: FactcheckEvent | None = None
+
+    @model_serializer(mode="wrap")
+    def _omit_absent(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        for key in ("system_fingerprint", "factcheck"):
+            if data.get(key) is None:
+                data.pop(key, None)
+        return data
+
+
+class ChatCompletion(BaseModel):
+    """A non-stream response: the upstream's completion as it came, plus ``factcheck`` in
+    annotate and correct mode (correct mode also replaces choice 0's content)."""
+
+    model_config = ConfigDict(extra="allow")
+    factcheck: CompletionFactcheck | None = None
+
+
+class Health(BaseModel):
+    status: Literal["ok"] = "ok"
+
+
+# ------------------------------------------------------------------------------ websocket
+
+
+class WsChat(BaseModel):
+    """Client → server: start an answer; ``request`` is a chat completions body."""
+
+    model_config = ConfigDict(extra="forbid")
+    type: Literal["chat"]
+    request: dict[str, Any]
+
+
+class WsCancel(BaseModel):
+    """Client → server: stop the answer in progress."""
+
+    model_config = ConfigDict(extra="forbid")
+    type: Literal["cancel"]
+
+
+WsClientMessage = Annotated[WsChat | WsCancel, Field(discriminator="type")]
+
+
+class WsStart(BaseModel):
+    """Server → client, first for each answer: the mode (the ``X-Factcheck-Mode`` header of HTTP)."""
+
+    model_config = ConfigDict(extra="forbid")
+    type: Literal["start"] = "start"
+    mode: Mode
+
+
+class WsDone(BaseModel):
+    """Server → client, last for each chat message, whatever happened."""
+
+    model_config = ConfigDict(extra="forbid")
+    type: Literal["done"] = "done"
+
+
+WIRE_MODELS: tuple[type[BaseModel], ...] = (
+    ErrorBody, ChatRequest, ChatChunk, ChatCompletion, CompletionFactcheck, SentenceEvent, SummaryEvent,
+    Health, WsChat, WsCancel, WsStart, WsDone,
+)
+"""The models ``/openapi.json`` names under ``components.schemas``."""

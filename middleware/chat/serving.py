@@ -1,0 +1,184 @@
+"""The chat endpoint's logic, for any transport: the request's check context, the upstream
+call, the checked stream and the non-stream completion. Knows nothing of HTTP: the routers
+hand it parsed requests and the headers to forward, and encode what it returns."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from middleware.chat.checked_stream import CheckedStream, check_answer
+from middleware.chat.chunks import ChunkItem, UpstreamChunks
+from middleware.chat.protocol import ChatRequest
+from middleware.chat.wire import WireReports
+from middleware.checking import CheckRunner
+from middleware.errors import RequestError
+from middleware.evidence.context_source import context_source
+from middleware.evidence.request_passages import ContextText, context_passages, request_texts
+from middleware.interfaces import Upstream
+from middleware.metrics import ACTIVE_STREAMS, ADDED_LATENCY, TIME_TO_FIRST_TOKEN
+from middleware.pipeline.memory import MemoryCheck
+from middleware.settings import Settings
+from middleware.types import CheckContext, Mode, Passage
+
+INLINE_SPLIT_CHARS = 4000
+"""Request context up to this size is split on the event loop (well under a millisecond)."""
+MEMORY_WAIT_SHARE = 0.5
+"""Share of the sentence budget a check may spend (from its start) waiting for the closed-book answer."""
+
+
+class StreamCounter:
+    """Streams open now. A slot is taken before the upstream is called, so requests waiting
+    on a slow upstream count against the limit too."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.active = 0
+
+    @property
+    def full(self) -> bool:
+        return self.active >= self.limit
+
+    def acquire(self) -> None:
+        """Take a slot or raise 429 (no await in between: atomic on the event loop)."""
+        if self.full:
+            raise too_many_streams()
+        self.active += 1
+        ACTIVE_STREAMS.inc()
+
+    def release(self) -> None:
+        self.active -= 1
+        ACTIVE_STREAMS.dec()
+
+
+def too_many_streams() -> RequestError:
+    """The one 429 for a full stream limit, over HTTP and the websocket alike."""
+    return RequestError("too many concurrent streams; retry shortly", status=429, code="too_many_streams",
+                        type_="rate_limit_error", retry_after="1")
+
+
+@dataclass(frozen=True, slots=True)
+class OpenStream:
+    """A checked upstream stream, and the upstream's chunks (the template of the proxy's own)."""
+
+    checked: CheckedStream[ChunkItem]
+    chunks: UpstreamChunks
+
+
+class ChatService:
+    """Process-wide: the settings, the upstream, the check runner and the stream limit."""
+
+    def __init__(self, settings: Settings, upstream: Upstream, runner: CheckRunner) -> None:
+        self.settings = settings
+        self.upstream = upstream
+        self.runner = runner
+        self.streams = StreamCounter(settings.server.max_concurrent_streams)
+
+    async def request_context(
+        self, chat: ChatRequest, mode: Mode, forward: Mapping[str, Any] | None = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> CheckContext:
+        """The request's ``CheckContext``: its factcheck options and its own context passages
+        (split in a worker thread: a request may carry a megabyte of documents). With
+        ``forward`` (the body going upstream) and ``factcheck.memory_check`` set, the memory
+        check's closed-book upstream call starts now; ``release_context`` stops it."""
+        options = chat.factcheck.model_dump(exclude={"mode"}, mode="json") if chat.factcheck else {}
+        context = CheckContext(user_message=chat.last_user_message(), mode=mode, options=options)
+        if mode is Mode.OFF:
+            return context
+        texts = request_texts(chat)
+        size = sum(len(t.text) for t in texts)
+        if size > (cap := self.settings.server.max_context_chars):
+            raise RequestError(f"request context too large: {size} characters, at most {cap} "
+                               "(server.max_context_chars)", param="messages", code="context_too_large")
+        if size > INLINE_SPLIT_CHARS:  # a big document: split (and index for search) off the event loop
+            passages = await asyncio.to_thread(_split_and_index, texts)
+        else:  # the common case (nothing or a short system prompt): a thread hop would cost more
+            passages = context_passages(texts)
+        memory = None
+        wanted = chat.factcheck is not None and chat.factcheck.memory_check
+        if wanted and passages and forward is not None:
+            pipeline = self.settings.pipeline
+            memory = MemoryCheck.start(
+                self.upstream, forward, headers or {}, context.user_message or "",
+                max_tokens=pipeline.memory_max_tokens, margin=pipeline.memory_margin,
+                wait_s=MEMORY_WAIT_SHARE * self.settings.check.sentence_budget_s,
+            )
+        return context.model_copy(update={"request_passages": passages, "memory": memory})
+
+    @asynccontextmanager
+    async def open_stream(
+        self, chat: ChatRequest, forward: dict[str, Any], mode: Mode, headers: Mapping[str, str], started: float,
+    ) -> AsyncIterator[OpenStream]:
+        """Take a stream slot, open the upstream stream and check it; on exit close the
+        upstream and record the added latency. Upstream errors before the stream propagate."""
+        self.streams.acquire()
+        try:
+            context = await self.request_context(chat, mode, forward, headers)  # the memory call starts now
+            try:
+                upstream = UpstreamChunks(await self.upstream.open_stream(forward, headers),
+                                          self.settings.upstream.max_event_bytes)
+            except BaseException:
+                release_context(context)
+                raise
+            checked = CheckedStream(upstream, self.runner, context, started)
+            try:
+                yield OpenStream(checked, upstream)
+            finally:
+                release_context(context)
+                upstream.close()
+                if checked.answer_done_at is not None:
+                    ADDED_LATENCY.labels(mode=mode.value).observe(time.perf_counter() - checked.answer_done_at)
+        finally:
+            self.streams.release()
+
+    async def complete(
+        self, chat: ChatRequest, forward: dict[str, Any], mode: Mode, headers: Mapping[str, str],
+    ) -> bytes | dict[str, Any]:
+        """A non-stream completion: the upstream's bytes as they came (off mode, or nothing to
+        check), else its JSON with the ``factcheck`` object (correct mode: content corrected)."""
+        context = await self.request_context(chat, mode, forward, headers)  # the memory call starts now
+        try:
+            t0 = time.perf_counter()
+            raw, completion = await self.upstream.complete(forward, headers)
+            upstream_done = time.perf_counter()
+            TIME_TO_FIRST_TOKEN.labels(mode=mode.value).observe(upstream_done - t0)
+            content = _message_content(completion) if mode is not Mode.OFF else None
+            if content is None:
+                return raw
+            answer = await check_answer(self.runner, content, context)
+            assert answer.summary is not None  # not off mode
+            if mode is Mode.CORRECT:
+                completion["choices"][0]["message"]["content"] = answer.text
+            wire = WireReports()
+            completion["factcheck"] = {"reports": [wire.report(r) for r in answer.reports],
+                                       "summary": wire.summary(answer.summary)}
+            ADDED_LATENCY.labels(mode=mode.value).observe(time.perf_counter() - upstream_done)
+            return completion
+        finally:
+            release_context(context)
+
+
+def release_context(context: CheckContext) -> None:
+    """The request is over: stop its closed-book call if it still runs."""
+    if context.memory is not None:
+        context.memory.close()
+
+
+def _split_and_index(texts: list[ContextText]) -> list[Passage]:
+    """The passages of ``texts``, with their search index built (it is cached for the checks)."""
+    passages = context_passages(texts)
+    context_source(passages)
+    return passages
+
+
+def _message_content(completion: dict[str, Any]) -> str | None:
+    try:
+        content = completion["choices"][0]["message"]["content"]
+    except (KeyError, IndexError, TypeError):
+        return None
+    return content if isinstance(content, str) else None

@@ -1,0 +1,72 @@
+"""The composition root: the one engine module that imports ``adapters/``.
+
+It builds the configured adapters (the upstream LLM client, the LLM backends' chat client, the
+web search providers, the demo LLM, the browser UI) and hands them to the engine, which sees
+them only through the protocols of ``middleware.interfaces``. The command line and the tests
+build the proxy here; an import-linter contract (``pyproject.toml``) keeps every other engine
+module off ``adapters``.
+"""
+
+from __future__ import annotations
+
+from aiohttp import web
+
+from middleware.checking import NoChecker
+from middleware.interfaces import Checker, Providers, Upstream
+from middleware.pipeline.assembly import build_pipeline_checker
+from middleware.server.app import create_app
+from middleware.settings import Settings
+
+
+def providers() -> Providers:
+    """The adapters the engine's builders may need: the chat client for LLM backends and the
+    web evidence (search providers, de-duplication, page fetching)."""
+    from adapters.chat_client import ChatClient
+    from adapters.search import build_web_sources
+
+    return Providers(chat_model=ChatClient.from_settings, web_sources=build_web_sources)
+
+
+def build_checker(settings: Settings) -> Checker:
+    """The configured checker: the fact-checking pipeline, or ``NoChecker`` for 'none'."""
+    if settings.check.checker == "none":
+        return NoChecker()
+    return build_pipeline_checker(settings, providers())
+
+
+def pipeline_checker(settings: Settings) -> Checker:
+    """The pipeline for the command line, with the demo index built first when it is searched."""
+    from middleware.evidence.index import ensure_demo_index
+
+    if "index" in settings.evidence.providers:
+        ensure_demo_index(settings.evidence.index_dir, settings=settings)
+    return build_pipeline_checker(settings, providers())
+
+
+def build_upstream(settings: Settings) -> Upstream:
+    from adapters.upstream import UpstreamClient
+
+    return UpstreamClient(settings.upstream)
+
+
+def build_app(settings: Settings, checker: Checker | None = None, upstream: Upstream | None = None) -> web.Application:
+    """The proxy: the configured checker and upstream unless given (tests inject their own),
+    with the browser UI."""
+    from adapters.ui import add_ui_routes
+
+    return create_app(settings, checker if checker is not None else build_checker(settings),
+                      upstream if upstream is not None else build_upstream(settings), add_routes=add_ui_routes)
+
+
+def demo_upstream_app(token_rate: float = 0.0) -> web.Application:
+    """The built-in demo LLM (scripted answers about the demo corpus), as an aiohttp app."""
+    from adapters.demo_upstream import DemoAnswers, DemoUpstream
+
+    return DemoUpstream(DemoAnswers.load(), default_rate=token_rate).app()
+
+
+def demo_questions(limit: int) -> list[str]:
+    """The demo LLM's scripted questions, the first ``limit``."""
+    from adapters.demo_upstream import DemoAnswers
+
+    return [answer["question"] for answer in DemoAnswers.load().answers[:limit]]
