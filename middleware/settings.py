@@ -128,11 +128,26 @@ class EvidenceSettings(BaseModel):
     tavily_api_key: SecretStr | None = None
     serper_api_key: SecretStr | None = None
     wikipedia_url: str = "https://en.wikipedia.org/w/api.php"
-    fetch_pages: bool = Field(False, description="fetch result pages and extract main text")
-    fetch_max_bytes: int = 2_000_000
-    fetch_timeout_s: float = 5.0
-    fetch_max_redirects: int = 5
-    fetch_allowlist: list[str] = Field(default_factory=list, description="hosts/CIDRs exempt from the SSRF guard")
+    fetch_pages: bool = Field(
+        False,
+        description="web providers: also fetch the pages of the top results (fetch_pages_per_query), cut their main "
+        "text into passages and rank those with the snippets (RARR); a page that fails leaves its snippet",
+    )
+    fetch_pages_per_query: int = Field(
+        3, ge=1, description="fetch_pages: distinct result pages fetched per query, concurrently (RARR: 5)"
+    )
+    fetch_max_bytes: int = Field(
+        2_000_000, ge=1, description="fetch_pages: largest page body read; a larger page is not used (its snippet is)"
+    )
+    fetch_timeout_s: float = Field(
+        5.0, gt=0, description="fetch_pages: time cap of one page fetch, redirects and text extraction included"
+    )
+    fetch_max_redirects: int = Field(5, ge=0, description="fetch_pages: redirects followed per page, each one vetted")
+    fetch_allowlist: list[str] = Field(
+        default_factory=list,
+        description="fetch_pages: hosts (.example.org: with subdomains) and IPs/CIDRs exempt from the SSRF guard, "
+        "which otherwise refuses private, loopback, link-local and cloud-metadata addresses",
+    )
     cache: Literal["memory", "redis"] = "memory"
     cache_ttl_s: float = 3600.0
     cache_max_items: int = 10_000
@@ -151,7 +166,12 @@ class EvidenceSettings(BaseModel):
     search_backoff_s: float = Field(0.25, description="first retry delay; doubles each retry, with jitter")
     search_backoff_max_s: float = Field(2.0, description="longest retry delay (also caps Retry-After)")
     search_dedup_threshold: float = Field(
-        90.0, description="rapidfuzz ratio (0-100) at or above which two results' texts count as the same"
+        90.0,
+        ge=0,
+        le=100,
+        description="rapidfuzz ratio (0-100) at or above which two web results' texts count as the same: the "
+        "later one is dropped (results merged from several providers, and fetched page passages); 100: only "
+        "identical texts",
     )
     wikipedia_pages: int = Field(3, description="top Wikipedia search hits whose intro extracts become passages")
     http_user_agent: str = Field(

@@ -1,9 +1,11 @@
 """Web search providers behind ``middleware.interfaces.EvidenceSource``.
 
-``build_providers(settings, cache=...)`` builds the providers named in
-``evidence.providers`` (SearxNG, Brave, Tavily, Serper, Wikipedia) sharing one HTTP session;
-``CombinedSource(providers)`` queries them concurrently and de-duplicates the results. A
-provider's ``search`` never raises for a provider failure: it logs, counts
+``build_web_sources(settings, cache=...)`` is what the engine uses: the providers named in
+``evidence.providers`` (SearxNG, Brave, Tavily, Serper, Wikipedia, built by
+``build_providers`` sharing one HTTP session) queried concurrently by ``CombinedSource``,
+which merges and de-duplicates their results, wrapped, when ``evidence.fetch_pages`` is on,
+in ``PageSource``, which fetches the top results' pages and ranks their passages with the
+snippets. A provider's ``search`` never raises for a provider failure: it logs, counts
 ``factcheck_provider_errors_total`` and returns [].
 """
 
@@ -12,7 +14,8 @@ from adapters.search.brave import BraveSource
 from adapters.search.combined import CombinedSource, dedupe, normalise_url
 from adapters.search.errors import ConfigError, ProviderError
 from adapters.search.client import HttpClient, RetryPolicy
-from adapters.search.registry import PROVIDERS, build_providers
+from adapters.search.pages import PageSource
+from adapters.search.registry import PROVIDERS, build_providers, build_web_sources
 from adapters.search.searxng import SearxngSource
 from adapters.search.serper import SerperSource
 from adapters.search.tavily import TavilySource
@@ -24,6 +27,7 @@ __all__ = [
     "CombinedSource",
     "ConfigError",
     "HttpClient",
+    "PageSource",
     "ProviderError",
     "RetryPolicy",
     "SearxngSource",
@@ -32,6 +36,7 @@ __all__ = [
     "WebProvider",
     "WikipediaSource",
     "build_providers",
+    "build_web_sources",
     "dedupe",
     "normalise_url",
 ]

@@ -10,11 +10,8 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from rapidfuzz import fuzz, process
 
-from adapters.search.registry import build_providers
-from middleware.cache import Cache
 from middleware.interfaces import EvidenceSource
 from middleware.metrics import PROVIDER_ERRORS
-from middleware.settings import EvidenceSettings, Settings
 from middleware.types import Passage
 
 log = logging.getLogger(__name__)
@@ -24,10 +21,10 @@ _TRACKING_PARAMS = ("utm_", "gclid", "fbclid", "mc_cid", "mc_eid", "ref_src")
 
 class CombinedSource:
     """Queries every source at once (each with its own timeout) and merges their results
-    round-robin by rank, so each source's best result comes first, dropping a result whose
-    normalised URL was already seen or whose text is near-identical (rapidfuzz ratio >=
-    ``text_threshold``) to one already kept. ``limit`` caps the merged list (None: no cap).
-    A source that raises despite the ``EvidenceSource`` contract is logged and skipped."""
+    round-robin by rank, so each source's best result comes first, dropping the results
+    :func:`dedupe` finds repeated (``text_threshold``: ``evidence.search_dedup_threshold``).
+    ``limit`` caps the merged list (None: no cap). A source that raises despite the
+    ``EvidenceSource`` contract is logged and skipped."""
 
     name = "web"
 
@@ -35,13 +32,6 @@ class CombinedSource:
         self.sources = list(sources)
         self.text_threshold = text_threshold
         self.limit = limit
-
-    @classmethod
-    def from_settings(cls, settings: Settings | EvidenceSettings, *, cache: Cache | None = None) -> CombinedSource:
-        """The web providers of ``evidence.providers`` combined with ``search_dedup_threshold``
-        (raises :class:`~adapters.search.ConfigError` like :func:`build_providers`)."""
-        ev = settings.evidence if isinstance(settings, Settings) else settings
-        return cls(build_providers(ev, cache=cache), text_threshold=ev.search_dedup_threshold)
 
     async def search(self, query: str, k: int) -> list[Passage]:
         answers = await asyncio.gather(*(s.search(query, k) for s in self.sources), return_exceptions=True)
@@ -67,12 +57,18 @@ class CombinedSource:
 
 
 def dedupe(passages: Sequence[Passage], text_threshold: float = 90.0) -> list[Passage]:
-    """Keep the first of passages sharing a normalised URL or a near-identical text."""
+    """Keep the first of passages that are the same result or say the same thing.
+
+    The same result: the same normalised URL (a page two providers both found), and the same
+    span of it for passages that are spans of a page (``start``/``end`` set: Wikipedia intro
+    windows, passages of a fetched page), which are different passages of one URL. The same
+    thing: texts, lower-cased with whitespace collapsed, whose rapidfuzz ratio to a kept one
+    is at least ``text_threshold`` (0-100; 100 drops only identical texts)."""
     kept: list[Passage] = []
-    seen_urls: set[str] = set()
+    seen_urls: set[tuple[str, int | None, int | None]] = set()
     seen_texts: list[str] = []
     for p in passages:
-        url = normalise_url(p.url) if p.url else None
+        url = (normalise_url(p.url), p.start, p.end) if p.url else None
         text = " ".join(p.text.lower().split())
         if url is not None and url in seen_urls:
             continue

@@ -1,18 +1,23 @@
-"""Builds the configured web search providers from settings (the start-up check lives here)."""
+"""Builds the configured web search providers from settings (the start-up check lives here),
+and the one web evidence source the engine uses (:func:`build_web_sources`)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
+from adapters.fetch import PageFetcher
 from adapters.search.base import WebProvider
 from adapters.search.brave import BraveSource
 from adapters.search.client import HttpClient, RetryPolicy
+from adapters.search.combined import CombinedSource
 from adapters.search.errors import ConfigError
+from adapters.search.pages import PageSource
 from adapters.search.searxng import SearxngSource
 from adapters.search.serper import SerperSource
 from adapters.search.tavily import TavilySource
 from adapters.search.wikipedia import WikipediaSource
 from middleware.cache import Cache
+from middleware.interfaces import EvidenceSource
 from middleware.settings import EvidenceSettings, Settings
 
 # Evidence sources that are not web providers; the composition root builds them.
@@ -85,3 +90,27 @@ def build_providers(
         }
         providers.append(builder(ev, common))
     return providers
+
+
+def build_web_sources(settings: Settings | EvidenceSettings, *, cache: Cache | None = None) -> list[EvidenceSource]:
+    """The web evidence of ``evidence.providers``, ready to search: [] when no web provider is
+    named, else one source. The providers are queried together and their results merged and
+    de-duplicated (:class:`CombinedSource`, ``evidence.search_dedup_threshold``); with
+    ``evidence.fetch_pages`` the pages of the top ``evidence.fetch_pages_per_query`` results
+    are fetched and their passages ranked with the snippets (:class:`PageSource`). Raises
+    :class:`ConfigError` like :func:`build_providers`."""
+    ev = settings.evidence if isinstance(settings, Settings) else settings
+    providers = build_providers(ev, cache=cache)
+    if not providers:
+        return []
+    web: EvidenceSource = CombinedSource(providers, text_threshold=ev.search_dedup_threshold)
+    if ev.fetch_pages:
+        web = PageSource(
+            web,
+            PageFetcher(ev, cache=cache),
+            pages=ev.fetch_pages_per_query,
+            window=ev.passage_sentences,
+            stride=ev.passage_stride,
+            text_threshold=ev.search_dedup_threshold,
+        )
+    return [web]
