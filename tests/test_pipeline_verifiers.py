@@ -11,7 +11,6 @@ import pytest
 
 from middleware.pipeline.alignment import Aligner, split_passages
 from middleware.pipeline.commands import _verify_stream, verify_record
-from middleware.pipeline.evaluation import balanced_accuracy, load_fever_symmetric, load_wice
 from middleware.pipeline.factory import BackendUnavailable, build_question_generator, build_verifier
 from middleware.pipeline.stages import Claim, verify_claim
 from middleware.pipeline.checkworthy import assess
@@ -349,32 +348,6 @@ async def test_verify_stream_keeps_order_and_reports_bad_lines() -> None:
     errors = await _verify_stream(_slots_verifier(), io.StringIO("\n".join(lines) + "\n"), sink)
     out = [json.loads(x) for x in sink.getvalue().splitlines()]
     assert [o["label"] for o in out] == ["attributable", None, "contradictory", None] and errors == 2
-
-
-def test_balanced_accuracy_and_loaders(tmp_path) -> None:  # noqa: ANN001
-    assert balanced_accuracy(["attributable", "contradictory", "extrapolatory", "extrapolatory"],
-                             ["attributable", "attributable", "extrapolatory", "contradictory"]) == pytest.approx(0.5 * (1 + 2 / 3))  # fmt: skip
-    fever = tmp_path / "fever.jsonl"
-    fever.write_text(
-        json.dumps(
-            {
-                "claim": "Cruz modelled .",
-                "evidence": "Cruz -LRB- born 1974 -RRB- modelled .",
-                "label": "SUPPORTS",
-            }
-        )
-        + "\n"
-    )
-    (example,) = load_fever_symmetric(tmp_path)
-    assert example.claim == "Cruz modelled." and example.evidence == ["Cruz (born 1974) modelled."]
-    assert example.gold == "attributable"
-    wice = tmp_path / "wice.jsonl"
-    wice.write_text(
-        json.dumps({"claim": "c", "evidence": [f"s{i}" for i in range(6)], "label": "partially_supported"})
-        + "\n"
-    )
-    (example,) = load_wice(wice)
-    assert example.evidence == ["s0\ns1\ns2\ns3", "s4\ns5"] and example.gold == "extrapolatory"
 
 
 def test_passages_from_texts() -> None:

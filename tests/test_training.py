@@ -23,7 +23,6 @@ from typer.testing import CliRunner  # noqa: E402
 from middleware.training import LABELS  # noqa: E402
 from middleware.training.corrupt import corrupt_sentence, entity_pool, shorten_sentence  # noqa: E402
 from middleware.training.data import NOT_ENTAILMENT, Pair, clean_text, label_id, read_pairs, split_dev  # noqa: E402
-from middleware.training.evaluation import balanced_accuracy, dev_metrics, sentence_windows  # noqa: E402
 from middleware.training.trainer import nli_loss  # noqa: E402
 
 
@@ -130,15 +129,6 @@ def test_shorten_sentence_drops_a_modifier_but_not_under_negation():
     short = shorten_sentence(nlp(text), random.Random(0))
     assert short and short != text and set(short.rstrip(".").split()) <= set(text.rstrip(".").split())
     assert shorten_sentence(nlp("The man did not play guitar on the street."), random.Random(0)) is None
-
-
-def test_metrics_helpers():
-    assert balanced_accuracy([True, True, False, False], [True, False, False, False]) == pytest.approx(0.75)
-    assert sentence_windows(["a", "b", "c", "d", "e", "f"], 3, 2) == ["a b c", "c d e", "d e f"]
-    pairs = [Pair("p", "h", 0, "x"), Pair("p", "h", 2, "x"), Pair("p", "h", NOT_ENTAILMENT, "med")]
-    probs = torch.tensor([[0.9, 0.05, 0.05], [0.5, 0.2, 0.3], [0.2, 0.7, 0.1]]).numpy()
-    metrics = dev_metrics(pairs, probs)
-    assert metrics["acc3_x"] == 0.5 and metrics["acc2_med"] == 1.0
 
 
 @pytest.fixture(scope="module")
@@ -264,6 +254,8 @@ def test_train_export_and_eval_plumbing(tmp_path, tiny_base):
             str(wice),
             "--fever-symmetric",
             str(fever),
+            "--backend",
+            "nli",
             "--latency-pairs",
             "5",
             "--threads",
@@ -273,8 +265,9 @@ def test_train_export_and_eval_plumbing(tmp_path, tiny_base):
     assert result.exit_code == 0, result.output
     report = json.loads(result.output)
     assert report["dev"]["pairs"] > 0 and 0 <= report["dev"]["acc3_natural"] <= 1
-    assert report["wice"]["records"] == 2 and report["wice"]["windows"] == 3
-    assert 0 <= report["fever_symmetric"]["balanced_accuracy"] <= 1
+    assert report["model"] == str(shipped) and report["max_length"] == 64
+    assert report["backends"]["nli"]["wice"]["records"] == 2
+    assert 0 <= report["backends"]["nli"]["fever_symmetric"]["balanced_accuracy"] <= 1
     assert report["latency"]["pairs"] == 5
 
 

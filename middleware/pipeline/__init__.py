@@ -7,5 +7,5 @@ Modules, by stage:
 - ``cqgen``: verification questions (slots, llm, seq2seq)
 - ``verifiers``: attributable / extrapolatory / contradictory (slots, nli, hybrid, llm)
 - ``stages``: the timed stage functions the checker calls; ``factory``: backends by name
-- ``commands``: ``factcheck verify``, ``eval-verify``
+- ``commands``: ``factcheck verify`` (evaluated by ``factcheck eval-verifier``, ``middleware.training``)
 """

@@ -1,12 +1,11 @@
-"""``factcheck verify`` (claims against given evidence, JSON lines in and out; a stable
-interface) and ``factcheck eval-verify`` (balanced accuracy on WiCE and FEVER-Symmetric)."""
+"""``factcheck verify``: claims against given evidence, JSON lines in and out (a stable
+interface). Its evaluation is ``factcheck eval-verifier`` (``middleware.training.commands``)."""
 
 from __future__ import annotations
 
 import asyncio
 import json
 import sys
-from pathlib import Path
 from typing import Annotated, Any, TextIO
 
 import typer
@@ -95,40 +94,5 @@ def verify(
         raise typer.Exit(1)
 
 
-def eval_verify(
-    wice: Annotated[Path | None, typer.Option(help="WiCE claim_dev.jsonl")] = None,
-    fever_symmetric: Annotated[Path | None, typer.Option(help="FEVER-Symmetric jsonl file or folder")] = None,
-    backend: Annotated[list[str] | None, typer.Option(help=_BACKEND_HELP + "; repeatable")] = None,
-    limit: Annotated[int | None, typer.Option(help="first N examples of each set")] = None,
-) -> None:
-    """Balanced accuracy (attributable vs not) per backend and data set."""
-    from middleware.pipeline.evaluation import evaluate, load_fever_symmetric, load_wice
-
-    sets = []
-    if wice:
-        sets.append(("wice", load_wice(wice)[:limit]))
-    if fever_symmetric:
-        sets.append(("fever-symmetric", load_fever_symmetric(fever_symmetric)[:limit]))
-    if not sets:
-        raise typer.BadParameter("give --wice and/or --fever-symmetric")
-    typer.echo(
-        f"{'backend':8} {'dataset':16} {'n':>5} {'bal.acc':>8} {'3-way':>6} {'ms/claim':>9}  predicted"
-    )
-
-    async def run() -> None:
-        for name in backend or ["slots"]:
-            verifier = _verifier(name)
-            for dataset, examples in sets:
-                result = await evaluate(verifier, examples, dataset)
-                per_claim = 1000 * result.seconds / max(1, result.n)
-                typer.echo(
-                    f"{verifier.name:8} {dataset:16} {result.n:5d} {result.balanced_accuracy:8.3f} "
-                    f"{result.three_way_accuracy:6.3f} {per_claim:9.1f}  {json.dumps(result.counts())}"
-                )
-
-    asyncio.run(run())
-
-
 def register(app: typer.Typer) -> None:
     app.command("verify")(verify)
-    app.command("eval-verify")(eval_verify)

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -23,18 +22,11 @@ import numpy as np
 
 from middleware.training import LABELS
 from middleware.training.data import Pair
+from middleware.training.evaluation import balanced_accuracy
 
 ENTAILMENT = LABELS.index("entailment")
 CONTRADICTION = LABELS.index("contradiction")
 GRID = np.round(np.arange(0.05, 0.96, 0.01), 2)
-
-
-def balanced_accuracy(gold: np.ndarray, predicted: np.ndarray) -> float:
-    from sklearn.metrics import balanced_accuracy_score
-
-    with warnings.catch_warnings():  # a threshold that predicts one class only is a valid grid point
-        warnings.simplefilter("ignore", UserWarning)
-        return float(balanced_accuracy_score(gold, predicted))
 
 
 def roc_auc(gold: np.ndarray, score: np.ndarray) -> float:

@@ -1,4 +1,4 @@
-"""``factcheck train-verifier`` and ``factcheck eval-verifier``."""
+"""``factcheck train-verifier``, ``eval-verifier`` and ``calibrate-verifier``."""
 
 from __future__ import annotations
 
@@ -17,6 +17,14 @@ RunData = Annotated[list[Path], typer.Option("--data", help="pairs.jsonl sources
 RunSynthetic = Annotated[Path | None, typer.Option(help="the run's synthetic.jsonl (same dev split)")]
 DevSeed = Annotated[int | None, typer.Option(help="dev split seed (default: from train_meta.json)")]
 DevSize = Annotated[int | None, typer.Option(help="dev split size (default: from train_meta.json)")]
+_BACKEND_HELP = (
+    "verifier backend run on --wice/--fever-symmetric: slots, nli, hybrid or llm; repeatable "
+    "(default: settings pipeline.verifier)"
+)
+_MODEL_HELP = (
+    "exported NLI model directory: the nli and hybrid backends' model, and the one measured on the dev split "
+    "(default: settings runtime.nli_model, the bundled onnx_models/verifier)"
+)
 
 
 def register(app: typer.Typer) -> None:
@@ -192,35 +200,62 @@ def _synthetic(wikitext, corpus, per_label, max_passages, seed, out_file: Path):
 
 
 def eval_verifier(
-    model: ModelDir = Path("onnx_models/verifier"),
+    backend: Annotated[list[str] | None, typer.Option(help=_BACKEND_HELP)] = None,
+    model: Annotated[Path | None, typer.Option(help=_MODEL_HELP)] = None,
+    wice: Annotated[Path | None, typer.Option(help="WiCE claim_dev.jsonl")] = None,
+    fever_symmetric: Annotated[Path | None, typer.Option(help="FEVER-Symmetric jsonl file or folder")] = None,
+    limit: Annotated[int | None, typer.Option(help="first N examples of each set")] = None,
     data: RunData = [],
     synthetic: RunSynthetic = None,
-    wice: Annotated[Path | None, typer.Option(help="WiCE claim_dev.jsonl")] = None,
-    fever_symmetric: Annotated[Path | None, typer.Option(help="fever_symmetric_dev.jsonl")] = None,
     seed: DevSeed = None,
     dev_size: DevSize = None,
-    latency_pairs: Annotated[int, typer.Option(help="pairs timed for latency (0: skip)")] = 200,
+    latency_pairs: Annotated[int, typer.Option(help="dev pairs timed for latency (0: skip)")] = 200,
     threads: int = 2,
     out: Annotated[Path | None, typer.Option(help="also write the results here (JSON)")] = None,
 ) -> None:
-    """Evaluate an exported verifier: 3-way accuracy on the held-out dev split, balanced
-    accuracy (attributable vs not) on WiCE and FEVER-Symmetric, CPU latency per pair."""
-    from middleware.training import evaluation as ev
+    """Evaluate a verifier: balanced accuracy (attributable vs not) of each backend on WiCE and
+    FEVER-Symmetric, the evidence windowed as in serving; with the training run's --data, the
+    NLI model's 3-way accuracy on its held-out dev split and CPU latency per pair."""
+    import asyncio
 
-    scorer = ev.OnnxNli(model, threads)
-    results: dict = {"model": str(model), "max_length": scorer.manifest.max_length}
-    dev_pairs = _dev_pairs(model, data, synthetic, seed, dev_size) if data else []
-    if dev_pairs:
-        results["dev"] = ev.evaluate_dev(scorer, dev_pairs)
-    if fever_symmetric:
-        results["fever_symmetric"] = ev.evaluate_fever_symmetric(scorer, fever_symmetric)
+    from middleware.pipeline.factory import build_verifier
+    from middleware.settings import load_settings
+    from middleware.training import evaluation as ev
+    from onnx_models.sources import BUNDLED, BUNDLED_DIRS
+
+    sets = []
     if wice:
-        results["wice"] = ev.evaluate_wice(scorer, wice)
-    if latency_pairs and dev_pairs:
-        sample = [
-            (p.premise, p.hypothesis) for p in random.Random(0).sample(dev_pairs, min(latency_pairs, len(dev_pairs)))
-        ]
-        results["latency"] = ev.measure_latency(scorer, sample)
+        sets.append(("wice", ev.load_wice(wice)[:limit]))
+    if fever_symmetric:
+        sets.append(("fever_symmetric", ev.load_fever_symmetric(fever_symmetric)[:limit]))
+    if not sets and not data:
+        raise typer.BadParameter("give --wice and/or --fever-symmetric, or the run's --data")
+    settings = load_settings()
+    runtime = settings.runtime.model_copy(
+        update={"intra_op_threads": threads} | ({"nli_model": str(model)} if model is not None else {})
+    )
+    settings = settings.model_copy(update={"runtime": runtime})
+    results: dict = {"model": runtime.nli_model}
+
+    async def run_backends() -> dict:
+        scores: dict = {}
+        for name in (backend or [settings.pipeline.verifier]) if sets else []:
+            verifier = build_verifier(settings, name)
+            for dataset, examples in sets:
+                result = await ev.evaluate(verifier, examples, dataset)
+                scores.setdefault(verifier.name, {})[dataset] = result.summary()
+        return scores
+
+    results["backends"] = asyncio.run(run_backends())
+    if data:
+        directory = model or (BUNDLED_DIRS["nli"] if runtime.nli_model == BUNDLED else Path(runtime.nli_model))
+        scorer = ev.OnnxNli(directory, threads)
+        results["max_length"] = scorer.manifest.max_length
+        dev_pairs = _dev_pairs(directory, data, synthetic, seed, dev_size)
+        results["dev"] = ev.evaluate_dev(scorer, dev_pairs)
+        if latency_pairs:
+            sample = random.Random(0).sample(dev_pairs, min(latency_pairs, len(dev_pairs)))
+            results["latency"] = ev.measure_latency(scorer, [(p.premise, p.hypothesis) for p in sample])
     text = json.dumps(results, indent=2)
     if out:
         out.write_text(text + "\n", encoding="utf-8")

@@ -1,5 +1,13 @@
-"""Evaluation of a verifier: 3-way dev accuracy, attributable-vs-not balanced accuracy on
-claim/evidence sets (WiCE, FEVER-Symmetric), and CPU latency of an exported model.
+"""Evaluation of a verifier, one module behind ``factcheck eval-verifier`` (and the dev
+metrics of training and calibration):
+
+- a verifier backend (slots, nli, hybrid, llm) on public claim/evidence sets (WiCE,
+  FEVER-Symmetric) through the product's own ``Verifier`` interface, so the evidence is
+  windowed exactly as in serving: WiCE's cited page as 4-sentence passages (the local
+  index's passages), each passage windowed by the backend itself; scored by balanced
+  accuracy of attributable vs not, which is what the product acts on (support or flag);
+- an exported NLI model on the held-out dev split of its training run (3-way accuracy per
+  source) and its CPU latency per pair.
 
 The exported model runs through the project runtime (manifest, tokenizer, onnxruntime
 session); no torch import here.
@@ -7,18 +15,141 @@ session); no torch import here.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import statistics
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from middleware.training import LABELS
-from middleware.training.data import NOT_ENTAILMENT, Pair
+from middleware.training.data import NOT_ENTAILMENT, Pair, clean_text
+
+if TYPE_CHECKING:
+    from middleware.pipeline.verifiers import Verifier
 
 ENTAILMENT = LABELS.index("entailment")
+PASSAGE_SENTENCES = 4
+"""WiCE's cited page is cut into passages of this many sentences (as the local index's)."""
+
+_WICE_GOLD = {
+    "supported": "attributable",
+    "partially_supported": "extrapolatory",
+    "not_supported": "extrapolatory",
+}
+_FEVER_GOLD = {"SUPPORTS": "attributable", "REFUTES": "contradictory", "NOT ENOUGH INFO": "extrapolatory"}
+
+
+def balanced_accuracy(gold: Sequence[bool], predicted: Sequence[bool]) -> float:
+    """Mean of the recalls of the positive and the negative class (of those gold has)."""
+    gold_a, pred_a = np.asarray(gold, bool), np.asarray(predicted, bool)
+    recalls = [float(np.mean(pred_a[gold_a == value] == value)) for value in (True, False) if (gold_a == value).any()]
+    return float(np.mean(recalls)) if recalls else 0.0
+
+
+# --- a verifier backend on claim/evidence sets ----------------------------------------------
+
+
+@dataclass(frozen=True)
+class Example:
+    claim: str
+    evidence: list[str]
+    gold: str  # one of NLI_LABELS (WiCE's not_supported counts as extrapolatory)
+
+
+@dataclass
+class Result:
+    dataset: str
+    backend: str
+    gold: list[str] = field(default_factory=list)
+    predicted: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+    @property
+    def n(self) -> int:
+        return len(self.gold)
+
+    @property
+    def balanced_accuracy(self) -> float:
+        """Balanced accuracy of 'attributable' against everything else."""
+        return balanced_accuracy([g == "attributable" for g in self.gold], [p == "attributable" for p in self.predicted])
+
+    @property
+    def three_way_accuracy(self) -> float:
+        return sum(g == p for g, p in zip(self.gold, self.predicted, strict=True)) / max(1, self.n)
+
+    def counts(self) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for label in self.predicted:
+            out[label] = out.get(label, 0) + 1
+        return out
+
+    def summary(self) -> dict[str, object]:
+        return {
+            "balanced_accuracy": round(self.balanced_accuracy, 4),
+            "three_way_accuracy": round(self.three_way_accuracy, 4),
+            "records": self.n,
+            "ms_per_claim": round(1000 * self.seconds / max(1, self.n), 1),
+            "predicted": self.counts(),
+        }
+
+
+def _read_jsonl(path: Path) -> Iterable[dict]:
+    with open(path, encoding="utf-8") as fh:
+        for line in fh:
+            if line.strip():
+                yield json.loads(line)
+
+
+def load_wice(path: Path, passage_sentences: int = PASSAGE_SENTENCES) -> list[Example]:
+    """WiCE claims with the cited page as passages of ``passage_sentences`` sentences."""
+    out = []
+    for row in _read_jsonl(path):
+        lines = [s for s in row["evidence"] if s.strip()]
+        passages = [
+            "\n".join(lines[i : i + passage_sentences]) for i in range(0, len(lines), passage_sentences)
+        ]
+        out.append(Example(row["claim"], passages, _WICE_GOLD[row["label"]]))
+    return out
+
+
+def load_fever_symmetric(path: Path) -> list[Example]:
+    """FEVER-Symmetric: one claim, one evidence sentence, both untokenised (FEVER text reads
+    'Cruz has modelled for Mango , Ralph Lauren .'). ``path`` may be the folder."""
+    if path.is_dir():
+        path = next(path.glob("*.jsonl"))
+    out = []
+    for row in _read_jsonl(path):
+        evidence = row.get("evidence") or row.get("sentence1")
+        label = row.get("gold_label") or row.get("label")
+        out.append(Example(clean_text(row["claim"]), [clean_text(evidence)], _FEVER_GOLD[label]))
+    return out
+
+
+async def evaluate(verifier: Verifier, examples: list[Example], dataset: str, concurrency: int = 4) -> Result:
+    from middleware.pipeline.verifiers import passages_from_texts
+
+    result = Result(dataset, verifier.name)
+    semaphore = asyncio.Semaphore(concurrency)
+
+    async def one(example: Example) -> str:
+        async with semaphore:
+            verdict = await verifier.verify(example.claim, passages_from_texts(example.evidence))
+            return verdict.label
+
+    started = time.perf_counter()
+    labels = await asyncio.gather(*(one(e) for e in examples))
+    result.seconds = time.perf_counter() - started
+    result.gold = [e.gold for e in examples]
+    result.predicted = list(labels)
+    return result
+
+
+# --- an exported NLI model on its training run's dev split -----------------------------------
 
 
 def dev_metrics(pairs: Sequence[Pair], probs: np.ndarray) -> dict[str, float]:
@@ -47,13 +178,6 @@ def _accuracy(pred: np.ndarray, pairs: Sequence[Pair], index: Sequence[int]) -> 
     return float(np.mean([pred[i] == pairs[i].label for i in index])) if index else float("nan")
 
 
-def balanced_accuracy(gold: Sequence[bool], predicted: Sequence[bool]) -> float:
-    """Mean of the recalls of the positive and the negative class."""
-    gold_a, pred_a = np.asarray(gold, bool), np.asarray(predicted, bool)
-    recalls = [float(np.mean(pred_a[gold_a == value] == value)) for value in (True, False) if (gold_a == value).any()]
-    return float(np.mean(recalls))
-
-
 class OnnxNli:
     """An exported NLI model through the runtime's pair scorer, scored synchronously;
     ``probs`` returns probabilities in ``LABELS`` order whatever the export's column order."""
@@ -74,54 +198,6 @@ class OnnxNli:
 def evaluate_dev(model: OnnxNli, pairs: Sequence[Pair]) -> dict[str, float]:
     probs = model.probs([(p.premise, p.hypothesis) for p in pairs])
     return {k: round(v, 4) for k, v in dev_metrics(pairs, probs).items()} | {"pairs": len(pairs)}
-
-
-def evaluate_fever_symmetric(model: OnnxNli, path: Path, threshold: float = 0.5) -> dict[str, float]:
-    """Claim vs its one evidence sentence; attributable when P(entailment) >= threshold."""
-    rows = [json.loads(line) for line in path.open(encoding="utf-8") if line.strip()]
-    from middleware.training.data import clean_text
-
-    probs = model.probs([(clean_text(r["evidence"]), clean_text(r["claim"])) for r in rows])
-    gold = [r["label"] == "SUPPORTS" for r in rows]
-    return {
-        "balanced_accuracy": round(balanced_accuracy(gold, probs[:, ENTAILMENT] >= threshold), 4),
-        "records": len(rows),
-        "threshold": threshold,
-    }
-
-
-def sentence_windows(sentences: Sequence[str], size: int = 3, stride: int = 2) -> list[str]:
-    """Overlapping windows of ``size`` sentences (every sentence lies in some window)."""
-    if len(sentences) <= size:
-        return [" ".join(sentences)] if sentences else []
-    starts = list(range(0, len(sentences) - size + 1, stride))
-    if starts[-1] + size < len(sentences):
-        starts.append(len(sentences) - size)
-    return [" ".join(sentences[s : s + size]) for s in starts]
-
-
-def evaluate_wice(model: OnnxNli, path: Path, threshold: float = 0.5, size: int = 3, stride: int = 2) -> dict:
-    """Claim vs its cited page as sentence windows; the highest P(entailment) over windows
-    decides. Gold attributable = ``supported`` (partially/not supported are not)."""
-    rows = [json.loads(line) for line in path.open(encoding="utf-8") if line.strip()]
-    pairs: list[tuple[str, str]] = []
-    owner: list[int] = []
-    for n, row in enumerate(rows):
-        for window in sentence_windows([s for s in row["evidence"] if s.strip()], size, stride):
-            pairs.append((window, row["claim"]))
-            owner.append(n)
-    probs = model.probs(pairs)[:, ENTAILMENT]
-    best = np.zeros(len(rows))
-    np.maximum.at(best, np.asarray(owner), probs)
-    gold = [r["label"] == "supported" for r in rows]
-    return {
-        "balanced_accuracy": round(balanced_accuracy(gold, best >= threshold), 4),
-        "records": len(rows),
-        "windows": len(pairs),
-        "threshold": threshold,
-        "window_sentences": size,
-        "stride": stride,
-    }
 
 
 def measure_latency(model: OnnxNli, pairs: Sequence[tuple[str, str]], batch_size: int = 32) -> dict[str, float]:
