@@ -34,6 +34,24 @@ sentence is not check-worthy; ``unverified`` means the check timed out or failed
 NLI_LABELS: tuple[str, str, str] = ("attributable", "extrapolatory", "contradictory")
 """The three verifier labels, in the order used by ``Verdict.scores`` and ``factcheck verify``."""
 
+NLI_HEAD_LABELS: tuple[str, str, str] = ("entailment", "neutral", "contradiction")
+"""Output order of the project's NLI head (``onnx_models/verifier``, trained by
+``middleware.training``): position i is the model's evidence for ``NLI_LABELS[i]``."""
+
+NLI_LABEL_ALIASES: dict[str, str] = {
+    "entailment": "attributable", "entails": "attributable", "entail": "attributable",
+    "supports": "attributable", "supported": "attributable", "attributable": "attributable",
+    "neutral": "extrapolatory", "not enough info": "extrapolatory", "nei": "extrapolatory",
+    "not_enough_info": "extrapolatory", "extrapolatory": "extrapolatory", "not_entailment": "extrapolatory",
+    "non-entailment": "extrapolatory", "unverifiable": "extrapolatory",
+    "partially_supported": "extrapolatory", "not_supported": "extrapolatory",
+    "contradiction": "contradictory", "contradicts": "contradictory", "refutes": "contradictory",
+    "refuted": "contradictory", "contradictory": "contradictory",
+}  # fmt: skip
+"""Every label name a model or data set uses (lower case) -> its verifier label in NLI_LABELS
+(AttrScore's mapping; WiCE's partially/not supported count as extrapolatory)."""
+assert tuple(NLI_LABEL_ALIASES[name] for name in NLI_HEAD_LABELS) == NLI_LABELS
+
 TagType = Literal["entity", "relation", "contradictory", "invented", "subjective", "unverifiable"]
 """FAVA hallucination types (Mishra et al., 2024)."""
 

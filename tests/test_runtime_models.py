@@ -27,6 +27,7 @@ from middleware.runtime import (  # noqa: E402
 )
 from middleware.settings import RuntimeSettings  # noqa: E402
 from onnx_models.export import export_model  # noqa: E402
+from middleware.types import NLI_HEAD_LABELS  # noqa: E402
 from onnx_models.manifest import ManifestError, read_manifest, sha256_file  # noqa: E402
 
 WORDS = [
@@ -36,7 +37,7 @@ WORDS = [
     "war", "peace", "not", "never", "always", "blue", "red", "green", "mountain", "sea", "ocean",
     "flows", "into", "north", "south", "east", "west",
 ]
-NLI_LABELS = ["entailment", "neutral", "contradiction"]
+HEAD_LABELS = list(NLI_HEAD_LABELS)
 
 
 def random_texts(n: int, seed: int, min_words: int = 2, max_words: int = 40) -> list[str]:
@@ -95,7 +96,7 @@ def checkpoints(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     torch.manual_seed(0)
     paths = {name: root / name for name in ("embed", "nli", "rerank", "seq2seq")}
     transformers.BertModel(_bert_config()).save_pretrained(str(paths["embed"]))
-    nli_config = _bert_config(num_labels=3, id2label=dict(enumerate(NLI_LABELS)))
+    nli_config = _bert_config(num_labels=3, id2label=dict(enumerate(HEAD_LABELS)))
     transformers.BertForSequenceClassification(nli_config).save_pretrained(str(paths["nli"]))
     transformers.BertForSequenceClassification(_bert_config(num_labels=1)).save_pretrained(str(paths["rerank"]))
     for name in ("embed", "nli", "rerank"):
@@ -135,7 +136,7 @@ def _torch_inputs(directory: Path, texts: list, pairs: bool = False) -> dict[str
 
 def test_manifest_describes_the_export(exports: dict[str, Path]) -> None:
     nli = read_manifest(exports["nli-int8"])
-    assert nli.task == "nli" and nli.quantization == "int8" and nli.labels == NLI_LABELS
+    assert nli.task == "nli" and nli.quantization == "int8" and nli.labels == HEAD_LABELS
     assert nli.max_length == 64 and nli.opset >= 14
     assert set(nli.files) >= {"model.onnx", "tokenizer.json"}
     for name, digest in nli.files.items():
@@ -203,7 +204,7 @@ def test_classifier_fp32_matches_pytorch(task: str, checkpoints: dict[str, Path]
     expected = torch.softmax(logits, -1) if task == "nli" else torch.sigmoid(logits)
     scorer = OnnxPairScorer(exports[f"{task}-fp32"], RuntimeSettings(provider="cpu"), task)
     np.testing.assert_allclose(scorer.score_sync(pairs, batch_size=5), expected.numpy(), atol=1e-4)
-    assert scorer.labels == (NLI_LABELS if task == "nli" else ["relevance"])
+    assert scorer.labels == (HEAD_LABELS if task == "nli" else ["relevance"])
 
 
 def _raw_logits(directory: Path, pairs: list[tuple[str, str]]) -> np.ndarray:

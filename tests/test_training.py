@@ -20,7 +20,7 @@ transformers = pytest.importorskip("transformers")
 from typer import Typer  # noqa: E402
 from typer.testing import CliRunner  # noqa: E402
 
-from middleware.training import LABELS  # noqa: E402
+from middleware.types import NLI_HEAD_LABELS  # noqa: E402
 from middleware.training.corrupt import corrupt_sentence, entity_pool, shorten_sentence  # noqa: E402
 from middleware.training.data import NOT_ENTAILMENT, Pair, clean_text, label_id, read_pairs, split_dev  # noqa: E402
 from middleware.training.trainer import nli_loss  # noqa: E402
@@ -46,7 +46,7 @@ def _synthetic_rows(n: int, seed: int = 0) -> list[dict]:
             f"The museum in {city} is popular with tourists.",
             f"The museum in {other} opened in {year + 5}.",
         ][kind]
-        rows.append({"premise": premise, "hypothesis": hypothesis, "label": LABELS[kind], "id": str(i)})
+        rows.append({"premise": premise, "hypothesis": hypothesis, "label": NLI_HEAD_LABELS[kind], "id": str(i)})
     return rows
 
 
@@ -69,9 +69,9 @@ def test_two_class_labels_stay_two_class(tmp_path):
         ],
     )
     pairs = read_pairs(path)
-    assert [p.label for p in pairs] == [NOT_ENTAILMENT, LABELS.index("entailment")]
+    assert [p.label for p in pairs] == [NOT_ENTAILMENT, NLI_HEAD_LABELS.index("entailment")]
     assert pairs[0].source == "med"
-    assert label_id("neutral") == LABELS.index("neutral") and label_id("contradiction") == 2
+    assert label_id("neutral") == NLI_HEAD_LABELS.index("neutral") and label_id("contradiction") == 2
     with pytest.raises(ValueError):
         label_id("maybe")
 
@@ -210,12 +210,12 @@ def test_train_export_and_eval_plumbing(tmp_path, tiny_base):
     )
     assert result.exit_code == 0, result.output
     meta = json.loads((run / "train_meta.json").read_text())
-    assert meta["labels"] == list(LABELS) and meta["evals"] and meta["best"]["acc3_natural"] >= 0
+    assert meta["labels"] == list(NLI_HEAD_LABELS) and meta["evals"] and meta["best"]["acc3_natural"] >= 0
     assert meta["hyper_parameters"]["seed"] == 13 and len(meta["data"]["files_sha256"]) == 2
     assert meta["counts"]["train"]["med"]["not_entailment"] > 0
     assert (run / "checkpoint" / "config.json").is_file()
     manifest = json.loads((shipped / "manifest.json").read_text())
-    assert manifest["task"] == "nli" and manifest["labels"] == list(LABELS) and manifest["max_length"] == 64
+    assert manifest["task"] == "nli" and manifest["labels"] == list(NLI_HEAD_LABELS) and manifest["max_length"] == 64
     assert (shipped / "train_meta.json").is_file() and (shipped / "tokenizer.json").is_file()
 
     fever = _write_pairs(

@@ -20,12 +20,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from middleware.training import LABELS
+from middleware.training import CONTRADICTION, ENTAILMENT
 from middleware.training.data import Pair
 from middleware.training.evaluation import balanced_accuracy
 
-ENTAILMENT = LABELS.index("entailment")
-CONTRADICTION = LABELS.index("contradiction")
 GRID = np.round(np.arange(0.05, 0.96, 0.01), 2)
 
 
@@ -62,7 +60,7 @@ class Calibration:
 
 
 def calibrate_nli(pairs: Sequence[Pair], probs: np.ndarray, target_precision: float = 0.9) -> Calibration:
-    """Thresholds from dev ``pairs`` and the model's probabilities on them (LABELS order)."""
+    """Thresholds from dev ``pairs`` and the model's probabilities on them (``NLI_HEAD_LABELS`` order)."""
     gold = np.asarray([p.label == ENTAILMENT for p in pairs])
     p_entail = probs[:, ENTAILMENT]
     entail, bacc = best_threshold(gold, p_entail)

@@ -19,12 +19,12 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from middleware.training import LABELS
+from middleware.types import NLI_HEAD_LABELS
 
 NOT_ENTAILMENT = -1
 """Target id of a two-class ``not_entailment`` pair (loss on P(entailment) only)."""
 
-_LABEL_IDS = {name: i for i, name in enumerate(LABELS)} | {"not_entailment": NOT_ENTAILMENT}
+_LABEL_IDS = {name: i for i, name in enumerate(NLI_HEAD_LABELS)} | {"not_entailment": NOT_ENTAILMENT}
 
 _PTB_TOKENS = {
     "-LRB-": "(",
@@ -49,12 +49,12 @@ _WIKI_JOIN = re.compile(r"\s@([-,.])@\s")
 class Pair:
     premise: str
     hypothesis: str
-    label: int  # 0..2 index into LABELS, or NOT_ENTAILMENT
+    label: int  # 0..2 index into NLI_HEAD_LABELS, or NOT_ENTAILMENT
     source: str = ""
     id: str = ""
     extra: dict = field(default_factory=dict, compare=False, hash=False)
     key: str = ""  # teacher key of the raw row (see ``teacher_key``)
-    soft: tuple[float, float, float] | None = None  # teacher probabilities in LABELS order
+    soft: tuple[float, float, float] | None = None  # teacher probabilities in NLI_HEAD_LABELS order
 
 
 def teacher_key(premise: str, hypothesis: str) -> str:
@@ -123,7 +123,7 @@ def clean_text(text: str) -> str:
 def label_id(label: str | int) -> int:
     """Map a ``pairs.jsonl`` label to a target id; ``not_entailment`` stays two-class.
     An int is taken as an id already (``synthetic.jsonl``)."""
-    if isinstance(label, int) and NOT_ENTAILMENT <= label < len(LABELS):
+    if isinstance(label, int) and NOT_ENTAILMENT <= label < len(NLI_HEAD_LABELS):
         return label
     try:
         return _LABEL_IDS[label]

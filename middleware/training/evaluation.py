@@ -26,22 +26,15 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from middleware.training import LABELS
+from middleware.training import ENTAILMENT
 from middleware.training.data import NOT_ENTAILMENT, Pair, clean_text
+from middleware.types import NLI_HEAD_LABELS
 
 if TYPE_CHECKING:
     from middleware.pipeline.verifiers import Verifier
 
-ENTAILMENT = LABELS.index("entailment")
 PASSAGE_SENTENCES = 4
 """WiCE's cited page is cut into passages of this many sentences (as the local index's)."""
-
-_WICE_GOLD = {
-    "supported": "attributable",
-    "partially_supported": "extrapolatory",
-    "not_supported": "extrapolatory",
-}
-_FEVER_GOLD = {"SUPPORTS": "attributable", "REFUTES": "contradictory", "NOT ENOUGH INFO": "extrapolatory"}
 
 
 def balanced_accuracy(gold: Sequence[bool], predicted: Sequence[bool]) -> float:
@@ -107,26 +100,30 @@ def _read_jsonl(path: Path) -> Iterable[dict]:
 
 def load_wice(path: Path, passage_sentences: int = PASSAGE_SENTENCES) -> list[Example]:
     """WiCE claims with the cited page as passages of ``passage_sentences`` sentences."""
+    from middleware.pipeline.verifiers.base import to_verdict_label
+
     out = []
     for row in _read_jsonl(path):
         lines = [s for s in row["evidence"] if s.strip()]
         passages = [
             "\n".join(lines[i : i + passage_sentences]) for i in range(0, len(lines), passage_sentences)
         ]
-        out.append(Example(row["claim"], passages, _WICE_GOLD[row["label"]]))
+        out.append(Example(row["claim"], passages, to_verdict_label(row["label"])))
     return out
 
 
 def load_fever_symmetric(path: Path) -> list[Example]:
     """FEVER-Symmetric: one claim, one evidence sentence, both untokenised (FEVER text reads
     'Cruz has modelled for Mango , Ralph Lauren .'). ``path`` may be the folder."""
+    from middleware.pipeline.verifiers.base import to_verdict_label
+
     if path.is_dir():
         path = next(path.glob("*.jsonl"))
     out = []
     for row in _read_jsonl(path):
         evidence = row.get("evidence") or row.get("sentence1")
         label = row.get("gold_label") or row.get("label")
-        out.append(Example(clean_text(row["claim"]), [clean_text(evidence)], _FEVER_GOLD[label]))
+        out.append(Example(clean_text(row["claim"]), [clean_text(evidence)], to_verdict_label(label)))
     return out
 
 
@@ -180,7 +177,7 @@ def _accuracy(pred: np.ndarray, pairs: Sequence[Pair], index: Sequence[int]) -> 
 
 class OnnxNli:
     """An exported NLI model through the runtime's pair scorer, scored synchronously;
-    ``probs`` returns probabilities in ``LABELS`` order whatever the export's column order."""
+    ``probs`` returns probabilities in ``NLI_HEAD_LABELS`` order whatever the export's column order."""
 
     def __init__(self, directory: Path, threads: int = 2) -> None:
         from middleware.runtime.loading import load_pair_scorer
@@ -189,7 +186,7 @@ class OnnxNli:
         settings = RuntimeSettings(provider="cpu", intra_op_threads=threads)
         self.scorer = load_pair_scorer(str(directory), "nli", settings)
         self.manifest = self.scorer.manifest
-        self.columns = [self.scorer.labels.index(name) for name in LABELS]
+        self.columns = [self.scorer.labels.index(name) for name in NLI_HEAD_LABELS]
 
     def probs(self, pairs: Sequence[tuple[str, str]], batch_size: int = 32) -> np.ndarray:
         return self.scorer.score_sync(list(pairs), batch_size)[:, self.columns]

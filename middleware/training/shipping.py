@@ -6,7 +6,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from middleware.training import LABELS
+from middleware.types import NLI_HEAD_LABELS
 
 
 def export_run(run_dir: Path, out: Path, max_length: int = 256, quantize: str = "int8") -> Path:
@@ -15,7 +15,7 @@ def export_run(run_dir: Path, out: Path, max_length: int = 256, quantize: str = 
     from onnx_models.export import export_model
 
     export_model(
-        run_dir / "checkpoint", task="nli", out=out, quantize=quantize, max_length=max_length, labels=list(LABELS)
+        run_dir / "checkpoint", task="nli", out=out, quantize=quantize, max_length=max_length, labels=list(NLI_HEAD_LABELS)
     )
     shutil.copy2(run_dir / "train_meta.json", out / "train_meta.json")
     return out

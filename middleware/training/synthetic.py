@@ -17,14 +17,13 @@ from pathlib import Path
 
 from spacy.tokens import Doc, Span
 
-from middleware.training import LABELS
+from middleware.training import CONTRADICTION, ENTAILMENT, NEUTRAL
 from middleware.training.corrupt import ENTITY_LABELS, corrupt_sentence, entity_pool, shorten_sentence
 from middleware.training.data import Pair, clean_text
 
 _WIKI_TITLE = re.compile(r"^ = [^=].* = $")
 _WIKI_HEADING = re.compile(r"^ =( =)+ .* =( =)+ $")
 _MD_SKIP = re.compile(r"^(#|---|```|\s*[-*|>]|\s*\d+\.\s)")
-ENT, NEU, CON = (LABELS.index(x) for x in ("entailment", "neutral", "contradiction"))
 
 
 @dataclass(frozen=True)
@@ -81,7 +80,7 @@ def build_synthetic(
     docs = list(nlp.pipe((p.text for p in chosen), batch_size=64))
     pool = entity_pool(docs)
     mentions = _mentions(docs)
-    out: dict[int, list[Pair]] = {ENT: [], NEU: [], CON: []}
+    out: dict[int, list[Pair]] = {ENTAILMENT: [], NEUTRAL: [], CONTRADICTION: []}
     for index, doc in enumerate(docs):
         sents = [s for s in doc.sents if 6 <= len(s) <= 45]
         for sent in sents:
@@ -92,15 +91,15 @@ def build_synthetic(
             pair = _make(label, window, sent, index, mentions, pool, rng, chosen[index].title)
             if pair is not None:
                 out[label].append(pair)
-    return [p for label in (ENT, NEU, CON) for p in out[label]]
+    return [p for label in (ENTAILMENT, NEUTRAL, CONTRADICTION) for p in out[label]]
 
 
 def _make(label, window, sent, index, mentions, pool, rng, title) -> Pair | None:
     hypothesis: str | None
-    if label == CON:
+    if label == CONTRADICTION:
         found = corrupt_sentence(sent, "any", rng, pool)
         hypothesis = found.text if found else None
-    elif label == ENT:
+    elif label == ENTAILMENT:
         hypothesis = shorten_sentence(sent, rng) if rng.random() < 0.75 else None
         hypothesis = hypothesis or sent.text
     else:

@@ -23,13 +23,13 @@ import numpy as np
 import torch
 from torch.nn import functional as F
 
-from middleware.training import LABELS
+from middleware.training import ENTAILMENT
 from middleware.training.data import NOT_ENTAILMENT, Pair
 from middleware.training.evaluation import dev_metrics
+from middleware.types import NLI_HEAD_LABELS
 
 log = logging.getLogger(__name__)
 
-ENTAILMENT = LABELS.index("entailment")
 
 
 @dataclass
@@ -58,7 +58,7 @@ class TrainConfig:
     extra: dict = field(default_factory=dict)  # data description, hashes (written to meta)
 
 
-def load_base(base: str, labels: Sequence[str] = LABELS):
+def load_base(base: str, labels: Sequence[str] = NLI_HEAD_LABELS):
     """Tokenizer and sequence-classification model from a hub id or local checkpoint; the
     packaged MiniLM encoder gets a fresh classification head."""
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
@@ -191,11 +191,11 @@ def predict(
     long_max_length: int = 384,
     device: str = "cpu",
 ) -> np.ndarray:
-    """Class probabilities (n, 3) in ``LABELS`` order, batched by length."""
+    """Class probabilities (n, 3) in ``NLI_HEAD_LABELS`` order, batched by length."""
     model.eval()
     ids, types = encode(tokenizer, pairs, max_length, long_sources, long_max_length)
     order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
-    probs = np.zeros((len(ids), len(LABELS)), dtype=np.float32)
+    probs = np.zeros((len(ids), len(NLI_HEAD_LABELS)), dtype=np.float32)
     for start in range(0, len(order), batch_size):
         index = order[start : start + batch_size]
         batch = collate([ids[i] for i in index], [types[i] for i in index] if types else None, tokenizer.pad_token_id)
@@ -241,7 +241,7 @@ def train(
     if config.freeze_embeddings:
         model.base_model.embeddings.word_embeddings.weight.requires_grad_(False)
     ids, types = encode(tokenizer, train_pairs, config.max_length, config.long_sources, config.long_max_length)
-    nan = (float("nan"),) * len(LABELS)
+    nan = (float("nan"),) * len(NLI_HEAD_LABELS)
     soft = [p.soft or nan for p in train_pairs] if config.alpha > 0 else None
     batches = Batches(
         ids,
@@ -380,11 +380,11 @@ def _meta(config: TrainConfig, train_pairs, dev_pairs, steps_per_epoch) -> dict:
     counts: dict[str, dict[str, int]] = {}
     for name, pairs in (("train", train_pairs), ("dev", dev_pairs)):
         for p in pairs:
-            label = "not_entailment" if p.label == NOT_ENTAILMENT else LABELS[p.label]
+            label = "not_entailment" if p.label == NOT_ENTAILMENT else NLI_HEAD_LABELS[p.label]
             counts.setdefault(name, {}).setdefault(p.source, {}).setdefault(label, 0)
             counts[name][p.source][label] += 1
     return {
-        "labels": list(LABELS),
+        "labels": list(NLI_HEAD_LABELS),
         "hyper_parameters": hyper,
         "data": config.extra,
         "counts": counts,

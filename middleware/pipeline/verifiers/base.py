@@ -13,7 +13,7 @@ from typing import Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from middleware.types import NLI_LABELS, Passage, Verdict
+from middleware.types import NLI_LABEL_ALIASES, NLI_LABELS, Passage, Verdict
 
 MismatchKind = Literal["entity", "number", "quantity", "date", "negation", "relation", "role"]
 
@@ -77,27 +77,16 @@ class Verifier(Protocol):
     ) -> DetailedVerdict: ...
 
 
-LABEL_ALIASES = {
-    "entailment": "attributable", "entails": "attributable", "entail": "attributable",
-    "supports": "attributable", "supported": "attributable", "attributable": "attributable",
-    "neutral": "extrapolatory", "not enough info": "extrapolatory", "nei": "extrapolatory",
-    "not_enough_info": "extrapolatory", "extrapolatory": "extrapolatory", "not_entailment": "extrapolatory",
-    "non-entailment": "extrapolatory", "unverifiable": "extrapolatory",
-    "contradiction": "contradictory", "contradicts": "contradictory", "refutes": "contradictory",
-    "refuted": "contradictory", "contradictory": "contradictory",
-}  # fmt: skip
-
-
 def to_verdict_label(name: str) -> str:
     """Map a model's or dataset's label name to one of NLI_LABELS (AttrScore mapping)."""
     key = name.strip().lower()
     label = (
-        LABEL_ALIASES.get(key)
-        or LABEL_ALIASES.get(key.replace("_", " "))
-        or LABEL_ALIASES.get(key.replace(" ", "_"))
+        NLI_LABEL_ALIASES.get(key)
+        or NLI_LABEL_ALIASES.get(key.replace("_", " "))
+        or NLI_LABEL_ALIASES.get(key.replace(" ", "_"))
     )
     if label is None:
-        raise ValueError(f"unknown verifier label {name!r}; expected one of {sorted(set(LABEL_ALIASES))}")
+        raise ValueError(f"unknown verifier label {name!r}; expected one of {sorted(set(NLI_LABEL_ALIASES))}")
     return label
 
 
