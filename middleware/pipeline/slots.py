@@ -27,7 +27,10 @@ SlotKind = Literal["entity", "number", "quantity", "date"]
 ENTITY_LABELS = frozenset(
     {"PERSON", "ORG", "GPE", "LOC", "NORP", "FAC", "EVENT", "WORK_OF_ART", "PRODUCT", "LAW", "LANGUAGE"}
 )
+"""spaCy labels of the names that are entity slots; also the entities that training corrupts
+(``middleware.training.corrupt``), so the verifier learns the swaps it is asked to catch."""
 NUMBER_LABELS = frozenset({"CARDINAL", "QUANTITY", "PERCENT", "MONEY", "ORDINAL"})
+"""spaCy labels of the spans that are number and quantity slots (and number corruptions)."""
 # entity labels that may stand for one another (spaCy confuses GPE/LOC/FAC)
 _LABEL_GROUP = {
     "PERSON": "person", "ORG": "org", "GPE": "place", "LOC": "place", "FAC": "place", "NORP": "norp",

@@ -18,7 +18,8 @@ import re
 from spacy.tokens import Doc, Span
 
 from middleware.nlp import get_nlp
-from middleware.training.corrupt import ENTITY_LABELS, Corruption, Kind, corrupt_sentence
+from middleware.pipeline.slots import ENTITY_LABELS
+from middleware.training.corrupt import DATE_LABELS, Corruption, Kind, corrupt_sentence
 
 _OPPOSITES = {
     "won": "lost", "lost": "won", "wins": "loses", "loses": "wins", "win": "lose", "lose": "win",
@@ -132,7 +133,7 @@ def corruption_type(corruption: Corruption) -> str:
     """The FAVA-style type of a corruption: entity, number, date or relation."""
     if corruption.label in ("ROLE", "RELATION", "NEGATION"):
         return "relation"
-    if corruption.label in ("DATE", "TIME"):
+    if corruption.label in DATE_LABELS:
         return "date"
     if corruption.label in ENTITY_LABELS:
         return "entity"

@@ -15,11 +15,12 @@ from typing import Literal, NamedTuple
 
 from spacy.tokens import Doc, Span
 
+from middleware.pipeline.slots import ENTITY_LABELS, NUMBER_LABELS
+
 Kind = Literal["entity", "number", "date", "any"]
 
-ENTITY_LABELS = frozenset({"PERSON", "ORG", "GPE", "LOC", "NORP", "FAC", "EVENT", "WORK_OF_ART", "LANGUAGE", "PRODUCT"})
-NUMBER_LABELS = frozenset({"CARDINAL", "QUANTITY", "MONEY", "PERCENT", "ORDINAL"})
 DATE_LABELS = frozenset({"DATE", "TIME"})
+"""Dates and times are corrupted alike (the slots verifier compares DATE spans only)."""
 _KIND_LABELS: dict[str, frozenset[str]] = {"entity": ENTITY_LABELS, "number": NUMBER_LABELS, "date": DATE_LABELS}
 
 MONTHS = (

@@ -17,8 +17,9 @@ from pathlib import Path
 
 from spacy.tokens import Doc, Span
 
+from middleware.pipeline.slots import ENTITY_LABELS
 from middleware.training import CONTRADICTION, ENTAILMENT, NEUTRAL
-from middleware.training.corrupt import ENTITY_LABELS, corrupt_sentence, entity_pool, shorten_sentence
+from middleware.training.corrupt import corrupt_sentence, entity_pool, shorten_sentence
 from middleware.training.data import Pair, clean_text
 
 _WIKI_TITLE = re.compile(r"^ = [^=].* = $")
