@@ -374,6 +374,22 @@ def slots_agree(a: Slot, b: Slot) -> bool | None:
     return None
 
 
+def role_similarity(a: Slot, b: Slot) -> float:
+    """How alike two slots' roles are: the same governing word or clause verb (2), the same
+    preposition (1), dependency (0.5) and label (0.5). The verifier picks the evidence slot
+    that plays the claim slot's role by it, the editor the slot that may replace it."""
+    score = 0.0
+    if a.role.head == b.role.head or a.role.verb is not None and a.role.verb == b.role.verb:
+        score += 2.0
+    if a.role.prep is not None and a.role.prep == b.role.prep:
+        score += 1.0
+    if a.role.dep == b.role.dep:
+        score += 0.5
+    if a.label == b.label:
+        score += 0.5
+    return score
+
+
 def _year_number_agree(a: Slot, b: Slot) -> bool | None:
     """A year tagged CARDINAL on one side and DATE on the other ('in 1889')."""
     date = a.value if isinstance(a.value, DateValue) else b.value

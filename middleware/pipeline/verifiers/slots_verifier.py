@@ -29,6 +29,7 @@ from middleware.pipeline.slots import (
     analyse,
     analyse_many,
     participants,
+    role_similarity,
     slots_agree,
 )
 from middleware.pipeline.verifiers.base import DetailedVerdict, Mismatch, scores_for
@@ -445,26 +446,13 @@ def _same_subject(claim: Analysis, line: _Line, support: dict[Slot, _Line]) -> b
     return line.aligned.lexical >= 0.5
 
 
-def _role_similarity(a: Slot, b: Slot) -> float:
-    score = 0.0
-    if a.role.head == b.role.head or a.role.verb is not None and a.role.verb == b.role.verb:
-        score += 2.0
-    if a.role.prep is not None and a.role.prep == b.role.prep:
-        score += 1.0
-    if a.role.dep == b.role.dep:
-        score += 0.5
-    if a.label == b.label:
-        score += 0.5
-    return score
-
-
 def _best_candidate(slot: Slot, candidates: list[Slot]) -> Slot | None:
     """The evidence slot that plays the claim slot's role; ambiguity means no answer."""
     if not candidates:
         return None
-    ranked = sorted(candidates, key=lambda e: _role_similarity(slot, e), reverse=True)
-    best = _role_similarity(slot, ranked[0])
-    if len(ranked) > 1 and _role_similarity(slot, ranked[1]) >= best:
+    ranked = sorted(candidates, key=lambda e: role_similarity(slot, e), reverse=True)
+    best = role_similarity(slot, ranked[0])
+    if len(ranked) > 1 and role_similarity(slot, ranked[1]) >= best:
         return None
     if slot.kind == "entity":  # names are many per sentence: only the same role of the same verb
         choice = ranked[0]

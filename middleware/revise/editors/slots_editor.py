@@ -42,7 +42,7 @@ from spacy.lang.en.stop_words import STOP_WORDS
 
 from middleware.pipeline.alignment import Aligned, Aligner, split_passages
 from middleware.pipeline.sentences import split_sentences
-from middleware.pipeline.slots import Slot, analyse, analyse_many, slots_agree
+from middleware.pipeline.slots import Slot, analyse, analyse_many, role_similarity, slots_agree
 from middleware.pipeline.verifiers.base import DetailedVerdict, Verifier
 from middleware.revise.base import EditResult
 from middleware.revise.edits import EditBuffer, classify, tokens
@@ -484,7 +484,7 @@ def _slot_candidates(
             for e in analysis.slots:
                 if slots_agree(slot, e) is not False or e.group != slot.group or any(slots_agree(c, e) for c in others):
                     continue
-                role = _role_similarity(slot, e)
+                role = role_similarity(slot, e)
                 if contradicted or role >= 2.0:
                     found.append((role + line.score, slot, e, line))
     found.sort(key=lambda item: -item[0])
@@ -498,16 +498,6 @@ def _slot_candidates(
 
 def _in_subject(subject: tuple[int, int] | None, slot: Slot) -> bool:
     return subject is not None and subject[0] <= slot.start and slot.end <= subject[1]
-
-
-def _role_similarity(a: Slot, b: Slot) -> float:
-    """Same governing word, preposition and dependency: the slot plays the same role."""
-    return (
-        2.0 * (a.role.head == b.role.head)
-        + 1.0 * (a.role.prep is not None and a.role.prep == b.role.prep)
-        + 0.5 * (a.role.dep == b.role.dep)
-        + 0.5 * (a.label == b.label)
-    )
 
 
 # -- 3. anchored substitutions ---------------------------------------------------------------
