@@ -13,7 +13,7 @@ from middleware.interfaces import Checker
 from middleware.composition import build_app
 from middleware.server.commands import start_site
 from middleware.settings import Settings, load_settings
-from tests.doubles import ScriptedChecker
+from tests.support.checkers import ScriptedChecker
 
 
 @dataclass

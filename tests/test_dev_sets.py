@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
 from adapters.demo_upstream import DemoAnswers
+from tests.support.paths import REPO_ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = REPO_ROOT
 CORPUS = ROOT / "middleware" / "evidence" / "demo_corpus"
 DATA = ROOT / "tests" / "data"
 

@@ -1,0 +1,153 @@
+"""One checked stream, many faces: the same scripted answer through the SSE endpoint, the
+non-stream endpoint, the websocket, the LangChain Runnable and callback, and ``factcheck
+check`` gives the same text and the same reports and summary in every mode."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import aiohttp
+import pytest
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+from langchain_core.messages import AIMessageChunk
+
+from adapters.langchain import FactCheckCallbackHandler, FactCheckedChatModel
+from middleware.chat.check_command import answer_json
+from middleware.chat.checked_stream import check_answer
+from middleware.chat.protocol import ChatChunk, ChatCompletion, SentenceEvent, SummaryEvent, WsDone, WsStart
+from middleware.chat.wire import ReceivedReports
+from middleware.checking import CheckRunner
+from middleware.settings import CheckSettings
+from middleware.types import CheckContext, Mode, SentenceReport, StreamSummary
+from tests.support.checkers import ScriptedChecker, ws_answer
+
+QUESTION = "Who was Marie Curie?"
+ANSWER = ("## Marie Curie\n\nMarie Curie was born in Warsaw in 1867. She won the Nobel Prize in Physics in 1905.\n\n"
+          "- She died in 1934.\n- Her daughter was Irène.\n\nRun `python -V` to check. She was Polish.")
+FIXES = {"1905": "1903", "Polish": "Polish and French"}
+CORRECTED = ANSWER.replace("1905", "1903").replace("was Polish.", "was Polish and French.")
+
+
+def comparable(reports: list[SentenceReport], summary: StreamSummary | None) -> dict[str, Any]:
+    """Reports and summary without the timings (which differ from run to run)."""
+    return {
+        "reports": [r.model_dump(mode="json", exclude={"timings_ms"}) for r in sorted(reports, key=lambda r: r.index)],
+        "summary": summary.model_dump(mode="json", exclude={"added_latency_ms"}) if summary is not None else None,
+    }
+
+
+def chat_body(mode: Mode, stream: bool) -> dict[str, Any]:
+    return {"model": "m", "stream": stream, "messages": [{"role": "user", "content": QUESTION}],
+            "factcheck": {"mode": mode.value}, "mock": {"text": ANSWER, "token_rate": 0}}
+
+
+def read_chunks(chunks: list[dict[str, Any]]) -> tuple[str, dict[str, Any]]:
+    """A client's reading of streamed chunks: content, and the factcheck events (each proxy chunk
+    validated against the protocol's model)."""
+    received, reports, summary, text = ReceivedReports(), [], None, []
+    for chunk in chunks:
+        for choice in chunk.get("choices") or []:
+            text.append((choice.get("delta") or {}).get("content") or "")
+        if "factcheck" in chunk:
+            ChatChunk.model_validate(chunk)
+            event = received.event(chunk["factcheck"])
+            if isinstance(event, SentenceEvent):
+                reports.append(event.report)
+            else:
+                summary = event.summary
+    return "".join(text), comparable(reports, summary)
+
+
+async def through_sse(proxy, mode: Mode) -> tuple[str, dict[str, Any]]:
+    chunks = []
+    async with aiohttp.ClientSession() as session:
+        async with session.post(f"{proxy.url}/chat/completions", json=chat_body(mode, True)) as response:
+            assert response.status == 200 and response.headers["X-Factcheck-Mode"] == mode.value
+            async for line in response.content:
+                data = line.decode().strip()
+                if data.startswith("data:") and data != "data: [DONE]":
+                    chunks.append(json.loads(data[5:]))
+    return read_chunks(chunks)
+
+
+async def through_non_stream(proxy, mode: Mode) -> tuple[str, dict[str, Any]]:
+    async with aiohttp.ClientSession() as session:
+        async with session.post(f"{proxy.url}/chat/completions", json=chat_body(mode, False)) as response:
+            completion = ChatCompletion.model_validate(await response.json())
+    text = completion.model_extra["choices"][0]["message"]["content"]
+    factcheck = completion.factcheck
+    if factcheck is None:
+        return text, comparable([], None)
+    return text, comparable(factcheck.reports, factcheck.summary)
+
+
+async def through_websocket(proxy, mode: Mode) -> tuple[str, dict[str, Any]]:
+    async with aiohttp.ClientSession() as session:
+        async with session.ws_connect(f"{proxy.url}/ws") as ws:
+            messages = await ws_answer(ws, {"type": "chat", "request": chat_body(mode, True)})
+    assert WsStart.model_validate(messages[0]).mode is mode
+    WsDone.model_validate(messages[-1])
+    return read_chunks(messages[1:-1])
+
+
+async def through_runnable(runner: CheckRunner, mode: Mode) -> tuple[str, dict[str, Any]]:
+    model = FactCheckedChatModel(GenericFakeChatModel(messages=iter([ANSWER])), runner, mode=mode)
+    text, reports, summary = [], [], None
+    async for item in model.astream(QUESTION):
+        if isinstance(item, AIMessageChunk):
+            text.append(item.text)
+        elif isinstance(item, SentenceEvent):
+            reports.append(item.report)
+        elif isinstance(item, SummaryEvent):
+            summary = item.summary
+    return "".join(text), comparable(reports, summary)
+
+
+async def through_callback(runner: CheckRunner, mode: Mode) -> tuple[str, dict[str, Any]]:
+    """The callback only watches: the text is the model's; the reports are the checks'."""
+    handler = FactCheckCallbackHandler(runner, mode=mode, wait_on_end=True)
+    text = "".join([c.text async for c in GenericFakeChatModel(messages=iter([ANSWER])).astream(
+        QUESTION, config={"callbacks": [handler]})])
+    [summary] = handler.summaries.values()
+    return text, comparable(handler.reports, summary)
+
+
+async def through_check_command(runner: CheckRunner, mode: Mode) -> tuple[str, dict[str, Any]]:
+    data = answer_json(await check_answer(runner, ANSWER, CheckContext(user_message=QUESTION, mode=mode)))
+    reports = [SentenceReport.model_validate(r) for r in data["reports"]]
+    summary = StreamSummary.model_validate(data["summary"]) if data["summary"] is not None else None
+    return data["text"], comparable(reports, summary)
+
+
+@pytest.mark.parametrize("mode", [Mode.ANNOTATE, Mode.CORRECT])
+async def test_every_face_gives_the_same_text_reports_and_summary(make_proxy, mode):
+    proxy = await make_proxy(ScriptedChecker(FIXES))
+    runner = CheckRunner(ScriptedChecker(FIXES), CheckSettings(sentence_budget_s=10))
+    faces = {
+        "sse": await through_sse(proxy, mode),
+        "non-stream": await through_non_stream(proxy, mode),
+        "websocket": await through_websocket(proxy, mode),
+        "langchain runnable": await through_runnable(runner, mode),
+        "check command": await through_check_command(runner, mode),
+    }
+    expected_text = CORRECTED if mode is Mode.CORRECT else ANSWER
+    reference = faces["sse"][1]
+    assert len(reference["reports"]) == 6 and reference["summary"]["sentences"] == 6
+    assert reference["summary"]["verdicts"] == {"attributable": 4, "contradictory": 2}
+    for face, (text, checked) in faces.items():
+        assert text == expected_text, face
+        assert checked == reference, face
+    # The callback watches a model it does not change: its reports are the same, its text the model's.
+    text, checked = await through_callback(runner, mode)
+    assert text == ANSWER and checked == reference
+
+
+async def test_off_mode_is_the_answer_alone_on_every_face(make_proxy):
+    proxy = await make_proxy(ScriptedChecker(FIXES))
+    runner = CheckRunner(ScriptedChecker(FIXES), CheckSettings())
+    empty = comparable([], None)
+    for face in (await through_sse(proxy, Mode.OFF), await through_non_stream(proxy, Mode.OFF),
+                 await through_websocket(proxy, Mode.OFF), await through_runnable(runner, Mode.OFF),
+                 await through_check_command(runner, Mode.OFF)):
+        assert face == (ANSWER, empty)

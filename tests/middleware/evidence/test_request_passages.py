@@ -1,0 +1,47 @@
+"""The request's own context as passages: which messages and documents are context, how each
+passage is named, and JSON tool results made readable."""
+
+from __future__ import annotations
+
+import json
+
+from middleware.chat.protocol import ChatRequest
+from middleware.evidence.request_passages import readable, request_passages
+from tests.support.context_doubles import PASTED, SYSTEM
+
+
+def test_request_passages_are_named_by_where_they_came_from():
+    request = ChatRequest.model_validate({
+        "messages": [
+            {"role": "system", "content": SYSTEM},
+            {"role": "user", "content": "What does the tool say?"},  # a question only: no facts
+            {"role": "assistant", "content": "Acme is in Paris.", "tool_calls": []},  # the model's own words: not evidence
+            {"role": "tool", "content": '{"company": "Acme", "revenue_usd": 5000000, "year": 2023}'},
+            {"role": "user", "content": "Tell me about Acme."},  # the request, not evidence
+            {"role": "user", "content": [{"type": "text", "text": PASTED}]},  # a pasted document
+        ],
+        "factcheck": {"context": ["Acme's logo is green.",
+                                  {"text": "# About Acme\n\nAcme has 3 offices.", "source": "https://acme.example/about"},
+                                  {"text": "Acme was listed in 1990.", "source": "handbook.pdf"}]},
+    })
+    passages = request_passages(request)
+    assert {p.provider for p in passages} == {"context"}
+    sources = [p.source for p in passages]
+    assert sources[:3] == ["messages[0] (system)", "messages[0] (system)", "messages[3] (tool)"]
+    assert set(sources[3:-3]) == {"messages[5] (user)"}
+    assert sources[-3:] == ["factcheck.context[0]", "factcheck.context[1]", "factcheck.context[2]"]
+    assert SYSTEM[passages[1].start : passages[1].end] == passages[1].text  # offsets into the message
+    assert "revenue usd: 5000000" in passages[2].text  # JSON tool result made readable
+    about, handbook = passages[-2], passages[-1]
+    assert (about.title, about.url) == ("About Acme", "https://acme.example/about")
+    assert (handbook.title, handbook.url) == ("handbook.pdf", None)
+    assert len({p.id for p in passages}) == len(passages)
+
+
+def test_json_tool_result_keeps_each_objects_fields_in_one_line():
+    text = json.dumps({"results": [{"title": "Eiffel Tower", "completed": 1889, "tags": ["iron", "Paris"]},
+                                   {"title": "Big Ben", "completed": 1859}]})
+    assert readable(text) == ("- results — title: Eiffel Tower; completed: 1889\n- tags: iron, Paris\n"
+                              "- results — title: Big Ben; completed: 1859\n")
+    assert readable("plain words, not JSON") == "plain words, not JSON"
+    assert readable("42") == "42"

@@ -1,0 +1,166 @@
+"""The FactChecker end to end over a small local index: verdicts, FAVA tags, suggested
+edits in message offsets, decontextualisation, the attribution report, and the proxy."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from openai import AsyncOpenAI
+
+from middleware.evidence.index import LocalIndex
+from middleware.evidence.relevance import RelevanceRanker
+from middleware.evidence.source import LocalIndexSource
+from middleware.pipeline.alignment import Aligner
+from middleware.pipeline.cqgen import SlotQuestionGenerator
+from middleware.pipeline.decontext import SpacyDecontextualiser
+from middleware.pipeline.factchecker import FactChecker, PipelineParts
+from middleware.pipeline.verifiers import SlotsVerifier
+from middleware.types import CheckContext, Mode, Passage, Sentence
+from tests.support.evidence_doubles import HashEmbedder
+
+CORPUS = {
+    "curie.md": "# Marie Curie\n\nMarie Curie was born in Warsaw on 7 November 1867. She won the Nobel Prize "
+    "in Physics in 1903. She won the Nobel Prize in Chemistry in 1911. She died in 1934.\n",
+    "eiffel.md": "# Eiffel Tower\n\nThe Eiffel Tower stands on the Champ de Mars in Paris. It was completed in "
+    "March 1889 for the Exposition Universelle.\n",
+    "everest.md": "# Mount Everest\n\nMount Everest is 8,849 metres tall. It was first climbed in 1953 by "
+    "Edmund Hillary and Tenzing Norgay.\n",
+}
+
+
+@pytest.fixture(scope="module")
+def checker(tmp_path_factory) -> FactChecker:
+    root: Path = tmp_path_factory.mktemp("corpus")
+    for name, text in CORPUS.items():
+        (root / name).write_text(text, encoding="utf-8")
+    embedder = HashEmbedder()
+    index = LocalIndex(tmp_path_factory.mktemp("index"), embedder)
+    index.update([root])
+    parts = PipelineParts(
+        sources=[LocalIndexSource(index)],
+        questions=SlotQuestionGenerator(),
+        decontext=SpacyDecontextualiser(),
+        verifier=SlotsVerifier(Aligner(embedder)),
+        ranker=RelevanceRanker(embedder, top_j=2),
+        embedder=embedder,
+        top_j=2,
+    )
+    return FactChecker(parts)
+
+
+def sentence_in(message: str, text: str, index: int = 0) -> Sentence:
+    start = message.index(text)
+    return Sentence(index=index, start=start, end=start + len(text), text=text)
+
+
+async def test_wrong_year_is_contradicted_with_an_edit_in_message_offsets(checker):
+    message = "Some intro. Marie Curie won the Nobel Prize in Chemistry in 1915."
+    sentence = sentence_in(message, "Marie Curie won the Nobel Prize in Chemistry in 1915.")
+    report = await checker.check(sentence, CheckContext())
+    assert report.verdict.label == "contradictory"
+    assert report.evidence and report.evidence[0].provider == "index"
+    tag = next(t for t in report.tags if t.type == "entity")
+    assert message[tag.start : tag.end] == "1915" and tag.replacement == "1911"
+    assert report.edits[0].original == "1915" and report.edits[0].replacement == "1911"
+    assert message[report.edits[0].start : report.edits[0].end] == "1915"
+    assert report.corrected_text is None  # annotate mode only suggests
+    assert {"claims", "questions", "search", "rerank", "verify"} <= set(report.timings_ms)
+
+
+async def test_supported_sentence_is_attributable(checker):
+    text = "The Eiffel Tower was completed in March 1889."
+    report = await checker.check(Sentence(index=0, start=0, end=len(text), text=text), CheckContext())
+    assert report.verdict.label == "attributable"
+    assert report.tags == [] and report.edits == []
+
+
+async def test_pronoun_is_resolved_from_earlier_sentences(checker):
+    text = "She was born in Warsaw in 1867."
+    context = CheckContext(previous=["Marie Curie was a physicist."])
+    report = await checker.check(Sentence(index=1, start=30, end=30 + len(text), text=text), context)
+    assert report.verdict.label == "attributable"
+
+
+@pytest.mark.parametrize(
+    ("text", "reason", "tags"),
+    [
+        ("Hello there!", "greeting", []),
+        ("I hope this helps.", "meta", []),
+        ("What else would you like to know?", "question", []),
+        ("It is the most beautiful tower in the world.", "subjective", ["subjective"]),
+    ],
+)
+async def test_not_checkworthy_sentences_are_skipped(checker, text, reason, tags):
+    report = await checker.check(Sentence(index=0, start=0, end=len(text), text=text), CheckContext())
+    assert report.verdict.label == "skipped" and report.verdict.reason == reason
+    assert [t.type for t in report.tags] == tags
+    assert report.evidence == []
+
+
+async def test_request_context_only_policy_searches_nothing_else(checker):
+    context_passage = Passage(id="c0", text="The Eiffel Tower was completed in March 1887.", provider="context",
+                              source="messages[0] (system)")
+    text = "The Eiffel Tower was completed in March 1889."
+    context = CheckContext(request_passages=[context_passage], options={"context_policy": "only"})
+    report = await checker.check(Sentence(index=0, start=0, end=len(text), text=text), context)
+    assert {p.provider for p in report.evidence} == {"context"}
+    assert report.verdict.label == "contradictory"
+
+
+async def test_summary_has_attribution_report_and_auto_ais(checker):
+    texts = ["Marie Curie was born in Warsaw on 7 November 1867.", "Mount Everest is 8,849 metres tall.",
+             "The Eiffel Tower stands in Paris."]
+    reports = [await checker.check(Sentence(index=i, start=0, end=len(t), text=t), CheckContext())
+               for i, t in enumerate(texts)]
+    summary = await checker.summarize(reports, Mode.ANNOTATE)
+    assert summary.sentences == 3
+    assert 1 <= len(summary.attribution_report) <= 5
+    assert summary.attr_auto is not None and 0.0 <= summary.attr_auto <= 1.0
+    assert summary.alignment  # at least one sentence aligned to a report snippet
+
+
+async def test_proxy_with_the_pipeline_annotates_a_stream(make_proxy, checker):
+    answer = "Great question! Mount Everest is 8,849 metres tall. The Eiffel Tower stands on the Champ de Mars in Rome."
+    proxy = await make_proxy(checker, **{"check.sentence_budget_s": 30})
+    client = AsyncOpenAI(base_url=proxy.url, api_key="sk-test", max_retries=0)
+    stream = await client.chat.completions.create(
+        model="m", messages=[{"role": "user", "content": "Tell me about Everest"}], stream=True,
+        extra_body={"mock": {"text": answer}},
+    )
+    content, reports = [], {}
+    async for chunk in stream:
+        content.extend(c.delta.content or "" for c in chunk.choices)
+        factcheck = (chunk.model_extra or {}).get("factcheck")
+        if factcheck and factcheck["type"] == "sentence":
+            reports[factcheck["report"]["index"]] = factcheck["report"]
+    assert "".join(content) == answer
+    labels = [reports[i]["verdict"]["label"] for i in sorted(reports)]
+    assert labels == ["skipped", "attributable", "contradictory"]
+    tag = next(t for t in reports[2]["tags"] if t["type"] == "entity")
+    assert answer[tag["start"] : tag["end"]] == "Rome" and tag["replacement"] == "Paris"
+
+
+async def test_correct_mode_edits_minimally_and_renders_fava(tmp_path_factory):
+    from middleware.revise import build_editor
+    from middleware.settings import load_settings
+
+    root: Path = tmp_path_factory.mktemp("corpus-edit")
+    (root / "curie.md").write_text(CORPUS["curie.md"], encoding="utf-8")
+    embedder = HashEmbedder()
+    index = LocalIndex(tmp_path_factory.mktemp("index-edit"), embedder)
+    index.update([root])
+    verifier = SlotsVerifier(Aligner(embedder))
+    parts = PipelineParts(
+        sources=[LocalIndexSource(index)], questions=SlotQuestionGenerator(), decontext=SpacyDecontextualiser(),
+        verifier=verifier, ranker=RelevanceRanker(embedder, top_j=2), embedder=embedder, top_j=2,
+        editor=build_editor(load_settings(), verifier),
+    )
+    checker = FactChecker(parts)
+    message = "Hi. Marie Curie won the Nobel Prize in Chemistry in 1915."
+    sentence = sentence_in(message, "Marie Curie won the Nobel Prize in Chemistry in 1915.", index=1)
+    report = await checker.check(sentence, CheckContext(mode=Mode.CORRECT))
+    assert report.corrected_text == "Marie Curie won the Nobel Prize in Chemistry in 1911."
+    edit = report.edits[0]
+    assert (message[edit.start : edit.end], edit.replacement) == ("1915", "1911")
+    assert report.fava == "Marie Curie won the Nobel Prize in Chemistry in <entity><delete>1915</delete><mark>1911</mark></entity>."

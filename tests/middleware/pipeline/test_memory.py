@@ -1,0 +1,149 @@
+"""The memory-hallucination margin signal: the closed-book request (the question without the
+context), then the signal end to end through the proxy (scripted demo upstream on loopback,
+the real ``FactChecker`` with offline backends and a hashed bag-of-words embedder), and a
+closed-book call that fails or answers too late."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import aiohttp
+import pytest
+
+from adapters.demo_upstream import tokenize
+from middleware.chat.protocol import ChatRequest
+from middleware.errors import UpstreamError
+from middleware.interfaces import MemoryProbe
+from middleware.evidence.request_passages import request_passages
+from middleware.metrics import MEMORY_CHECK_LATENCY, MEMORY_CHECK_TOKENS
+from middleware.pipeline.memory import MemoryCheck, closed_book_body, closed_book_question
+from middleware.pipeline.slots import analyse
+from middleware.types import CheckContext, Sentence
+from tests.support.context_doubles import (
+    CLOSED_BOOK,
+    CONTRADICTS,
+    DOCUMENT,
+    FOLLOWS,
+    FROM_MEMORY,
+    PASTED,
+    QUESTION,
+    ROOMY,
+    body,
+    checker,
+    stream_reports,
+)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def warm_spacy() -> None:
+    analyse("Warm up the parser.")
+
+
+def counter(metric) -> float:
+    return metric._value.get()
+
+
+def histogram_count(metric) -> float:
+    return next(s.value for s in metric.collect()[0].samples if s.name.endswith("_count"))
+
+
+# --- the closed-book request -------------------------------------------------------------------
+
+
+def test_closed_book_body_drops_the_context_and_keeps_the_model():
+    forward = {**body(FOLLOWS), "tools": [{"type": "function"}], "tool_choice": "auto", "n": 2, "max_tokens": 900}
+    forward.pop("factcheck")
+    closed = closed_book_body(forward, QUESTION, 64)
+    assert closed["messages"] == [{"role": "user", "content": QUESTION}]
+    assert (closed["model"], closed["temperature"], closed["stream"], closed["max_tokens"]) == ("m", 0.2, False, 64)
+    assert not {"tools", "tool_choice", "n", "stream_options"} & closed.keys()
+    assert closed_book_body({"max_completion_tokens": 500}, QUESTION, 64)["max_completion_tokens"] == 64
+
+
+def test_closed_book_question_leaves_pasted_documents_out():
+    assert closed_book_question(QUESTION) == QUESTION
+    assert closed_book_question(PASTED) == "What does it say about the founder?"
+    instruction = f"Summarise the memo below.\n\n{DOCUMENT} {DOCUMENT} {DOCUMENT}"
+    assert closed_book_question(instruction) == "Summarise the memo below."
+
+
+# --- end to end through the proxy --------------------------------------------------------------
+
+
+async def test_answer_from_memory_against_the_context_is_flagged_by_the_margin(make_proxy):
+    fc, _ = checker(policy="only")
+    proxy = await make_proxy(fc, **ROOMY)
+    tokens, calls = counter(MEMORY_CHECK_TOKENS), histogram_count(MEMORY_CHECK_LATENCY)
+    content, reports = await stream_reports(proxy.url, body(FROM_MEMORY, memory_check=True))
+    assert content == FROM_MEMORY
+    memorised, grounded = (r["memory"] for r in reports)
+    assert memorised["flagged"] and memorised["margin"] == 1.4
+    assert memorised["closed_book_similarity"] > 1.4 * memorised["context_similarity"]
+    assert not grounded["flagged"]
+    assert grounded["context_similarity"] > grounded["closed_book_similarity"]
+    assert reports[0]["verdict"]["label"] != "attributable"  # the verdict comes from the verifier, not the signal
+
+    main, closed = sorted(proxy.upstream.requests, key=lambda r: r["stream"], reverse=True)
+    assert closed["messages"] == [{"role": "user", "content": QUESTION}]  # without the context
+    assert (closed["stream"], closed["max_tokens"], closed["model"]) == (False, 48, main["model"])
+    assert counter(MEMORY_CHECK_TOKENS) - tokens == 10 + len(tokenize(CLOSED_BOOK))  # the demo's prompt + completion
+    assert histogram_count(MEMORY_CHECK_LATENCY) == calls + 1
+
+
+async def test_memory_check_in_a_non_stream_request(make_proxy):
+    fc, _ = checker(policy="only")
+    proxy = await make_proxy(fc, **ROOMY)
+    async with aiohttp.ClientSession() as session:
+        request = body(FROM_MEMORY, stream=False, memory_check=True)
+        async with session.post(f"{proxy.url}/chat/completions", json=request) as resp:
+            reports = (await resp.json())["factcheck"]["reports"]
+    assert [r["memory"]["flagged"] for r in reports] == [True, False]
+
+
+async def test_no_closed_book_call_without_context(make_proxy):
+    fc, _ = checker()
+    proxy = await make_proxy(fc, **ROOMY)
+    request = body(CONTRADICTS, memory_check=True)
+    request["messages"] = [{"role": "user", "content": QUESTION}]
+    del request["mock"]["closed_book_text"]
+    _, [report] = await stream_reports(proxy.url, request)
+    assert report["memory"] is None and len(proxy.upstream.requests) == 1
+
+
+# --- a closed-book call that fails or is late --------------------------------------------------
+
+
+class FailingUpstream:
+    """Only ``complete`` is used by the memory check; it fails like an upstream 500."""
+
+    def __init__(self, delay: float = 0.0) -> None:
+        self.delay = delay
+
+    async def complete(self, body: dict[str, Any], headers: Any) -> tuple[bytes, dict[str, Any]]:
+        await asyncio.sleep(self.delay)
+        raise UpstreamError("upstream returned 500", 500, kind="server_error")
+
+
+async def test_failed_closed_book_call_gives_no_signal_and_a_normal_verdict(caplog):
+    fc, _ = checker(policy="only")
+    passages = request_passages(ChatRequest.model_validate({"messages": [{"role": "system", "content": DOCUMENT}]}))
+    memory = MemoryCheck.start(FailingUpstream(), body(CONTRADICTS), {}, QUESTION, max_tokens=16, margin=1.4, wait_s=5)
+    assert isinstance(memory, MemoryProbe)  # what the checker calls, typed on CheckContext.memory
+    report = await fc.check(Sentence(index=0, start=0, end=len(CONTRADICTS), text=CONTRADICTS),
+                            CheckContext(request_passages=passages, memory=memory))
+    assert report.memory is None and report.verdict.label == "contradictory"
+    assert "closed-book call for the memory check failed" in caplog.text
+
+
+async def test_closed_book_answer_too_late_gives_no_signal_and_is_cancelled_with_the_request():
+    fc, _ = checker(policy="only")
+    passages = request_passages(ChatRequest.model_validate({"messages": [{"role": "system", "content": DOCUMENT}]}))
+    memory = MemoryCheck.start(FailingUpstream(delay=30), body(CONTRADICTS), {}, QUESTION, max_tokens=16, margin=1.4,
+                               wait_s=0.05)
+    report = await fc.check(Sentence(index=0, start=0, end=len(CONTRADICTS), text=CONTRADICTS),
+                            CheckContext(request_passages=passages, memory=memory))
+    assert report.memory is None and report.verdict.label == "contradictory"
+    memory.close()
+    await asyncio.sleep(0)
+    assert memory.closed_book.done

@@ -1,0 +1,365 @@
+"""Verifiers: slots (table of verdict cases), NLI windows and aggregation, the hybrid
+combination, and the ``factcheck verify`` record format."""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+
+import pytest
+
+from middleware.pipeline.alignment import Aligner, split_passages
+from middleware.pipeline.commands import _verify_stream, verify_record
+from middleware.pipeline.factory import BackendUnavailable, build_question_generator, build_verifier
+from middleware.pipeline.stages import Claim, verify_claim
+from middleware.pipeline.checkworthy import assess
+from middleware.pipeline.decontext import SpacyDecontextualiser
+from middleware.pipeline.verifiers import (
+    HybridVerifier,
+    NLIVerifier,
+    SlotsVerifier,
+    Verifier,
+    build_windows,
+    passages_from_texts,
+    to_verdict_label,
+)
+from middleware.settings import load_settings
+from middleware.types import NLI_LABELS, Passage
+from tests.support.pipeline_doubles import HashingEmbedder, RulePairScorer, keyword_rule
+
+CURIE = "Marie Curie was born on 7 November 1867 in Warsaw, Poland. She died in 1934 in Passy."
+TOWER = "The Eiffel Tower is 330 metres tall and was completed in 1889."
+NOBELS = (
+    "She shared the 1903 Nobel Prize in Physics with Pierre Curie and Henri Becquerel for research on "
+    "radioactivity, becoming the first woman to win a Nobel Prize. She received the 1911 Nobel Prize in Chemistry "
+    "alone, and remains the only person to have won Nobel Prizes in two different sciences."
+)
+APOLLO = (
+    "The lunar module Eagle landed on 20 July 1969, carrying Neil Armstrong and Buzz Aldrin, while Michael "
+    "Collins remained in lunar orbit aboard the command module Columbia."
+)
+
+
+def _slots_verifier() -> SlotsVerifier:
+    return SlotsVerifier(Aligner(HashingEmbedder()))
+
+
+# claim, evidence, label, claim span text (or None), replacement (or None)
+SLOT_CASES = [
+    # attributable: same facts, other granularity, units, aliases
+    ("Marie Curie was born in Warsaw in 1867.", [CURIE], "attributable", None, None),
+    ("M. Curie was born in Warsaw.", [CURIE], "attributable", None, None),
+    ("The Eiffel Tower is 1,083 feet tall.", [TOWER], "attributable", None, None),
+    ("The Eiffel Tower was completed in the 1880s.", [TOWER], "attributable", None, None),
+    ("Paris has a population of about 2.1 million.",
+     ["The city of Paris had a population of 2,102,650 residents in January 2023."], "attributable", None, None),
+    ("The US entered the war in 1917.", ["The United States entered the war in April 1917."], "attributable", None, None),
+    # contradictory: entity, date, quantity, unit, negation, relation
+    ("Marie Curie was born in Paris in 1867.", [CURIE], "contradictory", "Paris", "Warsaw"),
+    ("Marie Curie was born in Warsaw in 1868.", [CURIE], "contradictory", "1868", "7 November 1867"),
+    ("The Eiffel Tower is 300 metres tall.", [TOWER], "contradictory", "300 metres", "330 metres"),
+    ("The Eiffel Tower is 330 feet tall.", [TOWER], "contradictory", "330 feet", "330 metres"),
+    ("The Eiffel Tower was completed in the 1890s.", [TOWER], "contradictory", "1890s", "1889"),
+    ("Obama never visited Iran.", ["Obama visited Iran in 2010."], "contradictory", "never visited", "visited"),
+    ("Einstein did not win the Nobel Prize.", ["Einstein won the Nobel Prize in 1921."], "contradictory",
+     "did not win", "won"),
+    ("The team lost the final in 1998.", ["The team won the final in 1998."], "contradictory", "lost", "won"),
+    # extrapolatory: unrelated, a slot the evidence does not state, a relation it does not state, ambiguity
+    ("Einstein won the Nobel Prize in 1921.", ["Einstein was born in Ulm."], "extrapolatory", None, None),
+    ("Marie Curie was born in Warsaw in 1867.", ["Marie Curie was born in Warsaw."], "extrapolatory", "1867", None),
+    ("Penélope Cruz refused to model for L'Oréal.", ["Cruz has modelled for Mango, Ralph Lauren and L'Oréal."],
+     "extrapolatory", None, None),
+    ("Marie Curie was born in Paris.", ["Marie Curie lived in Warsaw and in Krakow."], "extrapolatory", None, None),
+    ("Marie Curie was born in Warsaw.", [], "extrapolatory", None, None),
+    # the same event, not just the same subject: the Chemistry prize's year, not the Physics prize's
+    ("She received a second Nobel Prize, in Chemistry, in 1915.", [NOBELS], "contradictory", "1915", "1911"),
+    # roles: a participant the evidence names in another role is flagged, never replaced
+    ("Armstrong walked on the Moon while Buzz Aldrin remained in lunar orbit.", [APOLLO], "contradictory",
+     "Buzz Aldrin", None),
+    ("Caesar killed Brutus in the Senate.", ["Brutus killed Caesar in the Senate."], "contradictory", "Caesar", None),
+    ("Brazil defeated France in the 1998 final.", ["France defeated Brazil in the 1998 final."], "contradictory",
+     "Brazil", None),
+    # a prize is no actor: 'received a second Nobel Prize' is not a role swap of 'the 1911 Nobel Prize'
+    ("She received a second Nobel Prize in 1911.", [NOBELS], "extrapolatory", None, None),
+    # ... but a co-agent is not a swap
+    ("Alexander Fleming and Howard Florey studied penicillin.",
+     ["Alexander Fleming studied penicillin with Howard Florey."], "attributable", None, None),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("claim", "evidence", "label", "span_text", "replacement"), SLOT_CASES)
+async def test_slots_verdicts(
+    claim: str, evidence: list[str], label: str, span_text: str | None, replacement: str | None
+) -> None:
+    verdict = await _slots_verifier().verify(claim, passages_from_texts(evidence))
+    assert verdict.label == label, verdict.reason
+    assert set(verdict.scores) == set(NLI_LABELS) and sum(verdict.scores.values()) == pytest.approx(1.0)
+    assert max(verdict.scores, key=verdict.scores.__getitem__) == label
+    assert verdict.backend == "slots"
+    if span_text is not None:
+        assert verdict.span is not None and claim[verdict.span[0] : verdict.span[1]] == span_text
+    if replacement is not None:
+        mismatch = verdict.mismatches[0]
+        assert mismatch.replacement == replacement
+        passage = evidence[mismatch.evidence_index]
+        assert passage[mismatch.evidence_span[0] : mismatch.evidence_span[1]] == replacement
+    if label != "extrapolatory":
+        assert (
+            verdict.evidence_index is not None
+            and verdict.evidence_sentence in evidence[verdict.evidence_index]
+        )
+
+
+async def test_slots_names_the_deciding_passage_and_sentence() -> None:
+    evidence = passages_from_texts(["Rome is in Italy. It has many churches.", CURIE])
+    verdict = await _slots_verifier().verify("Marie Curie was born in Paris.", evidence)
+    assert verdict.label == "contradictory"
+    assert verdict.evidence_index == 1 and verdict.evidence_id == "1"
+    assert verdict.evidence_sentence == "Marie Curie was born on 7 November 1867 in Warsaw, Poland."
+    start, end = verdict.evidence_span
+    assert CURIE[start:end] == verdict.evidence_sentence
+    assert verdict.mismatches[0].tag == "entity" and verdict.replacement == "Warsaw"
+
+
+async def test_slots_without_embedder_is_lexical() -> None:
+    verdict = await SlotsVerifier().verify("Marie Curie was born in Paris.", passages_from_texts([CURIE]))
+    assert verdict.label == "contradictory"
+
+
+async def test_alignment_caches_embeddings() -> None:
+    embedder = HashingEmbedder()
+    aligner = Aligner(embedder)
+    sentences = split_passages(passages_from_texts([CURIE]))
+    first = await aligner.align("Curie was born in Warsaw.", sentences)
+    await aligner.align("Curie was born in Warsaw.", sentences)
+    assert len(embedder.calls) == 1
+    assert first[0].sentence.text.startswith("Marie Curie was born")
+    assert first[0].score > first[-1].score
+
+
+# --- NLI ---------------------------------------------------------------------------------
+
+
+def test_windows_fit_the_budget() -> None:
+    long_text = " ".join(f"Sentence number {i} talks about topic {i} at some length here." for i in range(12))
+    passages = passages_from_texts([long_text, "Short passage."])
+    windows = build_windows(passages, budget=40)
+    assert {w.passage_index for w in windows} == {0, 1}
+    for w in windows:
+        assert passages[w.passage_index].text[w.start : w.end] == w.text
+    assert len([w for w in windows if w.passage_index == 0]) > 1
+    assert all(len(w.text.split()) < 40 for w in windows)
+    # packed: each window starts at the previous one's last sentence, and together they cover the text
+    first = [w for w in build_windows(passages, budget=80) if w.passage_index == 0]
+    for previous, current in zip(first, first[1:]):
+        last_sentence = previous.text.split(". ")[-1]
+        assert current.text.startswith(last_sentence.rstrip(".")) and current.end > previous.end
+    assert first[0].start == 0 and first[-1].end == len(long_text)
+    assert len(first) <= 6  # 12 sentences, 4 per window: not one window per sentence
+
+
+@pytest.mark.parametrize(
+    "labels",
+    [
+        ("entailment", "neutral", "contradiction"),
+        ("contradiction", "entailment", "neutral"),
+        ("ENTAILMENT", "NEUTRAL", "CONTRADICTION"),
+    ],
+)
+async def test_nli_label_order_comes_from_the_model(labels: tuple[str, ...]) -> None:
+    order = [NLI_LABELS.index(to_verdict_label(name)) for name in labels]
+
+    def rule(premise: str, hypothesis: str) -> list[float]:
+        probs = [0.9, 0.07, 0.03] if "Warsaw" in premise else [0.1, 0.8, 0.1]
+        return [probs[i] for i in order]
+
+    scorer = RulePairScorer(rule, labels)
+    verdict = await NLIVerifier(scorer).verify(
+        "Curie was born in Warsaw.", passages_from_texts(["Rome.", CURIE])
+    )
+    assert verdict.label == "attributable" and verdict.evidence_index == 1
+    assert verdict.scores["attributable"] == pytest.approx(0.9)
+    assert len(scorer.batches) == 1  # every window in one batch
+
+
+async def test_nli_scores_each_pair_once() -> None:
+    scorer = RulePairScorer(keyword_rule(entail="Warsaw"))
+    verifier = NLIVerifier(scorer)
+    first = await verifier.verify("Curie was born in Warsaw.", passages_from_texts([CURIE]))
+    second = await verifier.verify("Curie was born in Warsaw.", passages_from_texts([CURIE, "Rome is old."]))
+    assert first.scores == second.scores and [len(b) for b in scorer.batches] == [1, 1]
+
+
+async def test_nli_two_class_model() -> None:
+    scorer = RulePairScorer(lambda p, h: [0.2, 0.8], ("entailment", "not_entailment"))
+    verdict = await NLIVerifier(scorer).verify("Curie was born in Paris.", passages_from_texts([CURIE]))
+    assert verdict.label == "extrapolatory"
+    assert verdict.scores == pytest.approx({"attributable": 0.2, "extrapolatory": 0.8, "contradictory": 0.0})
+
+
+async def test_nli_contradiction_needs_an_aligned_window() -> None:
+    scorer = RulePairScorer(keyword_rule(contradict="Passy"))
+    aligned = await NLIVerifier(scorer).verify(
+        "Marie Curie died in 1934 in Paris.", passages_from_texts([CURIE])
+    )
+    assert aligned.label == "contradictory" and aligned.span == (0, 34)
+    unrelated = await NLIVerifier(scorer).verify(
+        "Bananas are yellow.", passages_from_texts(["Passy is a district."])
+    )
+    assert unrelated.label == "extrapolatory"
+
+
+async def test_nli_long_evidence_windows_in_one_batch() -> None:
+    filler = " ".join(f"Filler sentence {i} about nothing in particular at all." for i in range(40))
+    text = filler + " Marie Curie was born in Warsaw. " + filler
+    scorer = RulePairScorer(keyword_rule(entail="born in Warsaw"), max_length=64)
+    verdict = await NLIVerifier(scorer, max_windows=16).verify(
+        "Curie was born in Warsaw.", passages_from_texts([text])
+    )
+    assert verdict.label == "attributable" and "born in Warsaw" in verdict.evidence_sentence
+    assert len(scorer.batches) == 1 and len(scorer.batches[0]) == 16
+    start, end = verdict.evidence_span
+    assert text[start:end] == verdict.evidence_sentence
+
+
+# --- hybrid ------------------------------------------------------------------------------
+
+
+def _hybrid(rule) -> HybridVerifier:  # noqa: ANN001
+    return HybridVerifier(NLIVerifier(RulePairScorer(rule)), _slots_verifier())
+
+
+async def test_hybrid_number_mismatch_overrides_entailment() -> None:
+    verdict = await _hybrid(lambda p, h: [0.85, 0.1, 0.05]).verify(
+        "The Eiffel Tower is 300 metres tall.", passages_from_texts([TOWER])
+    )
+    assert verdict.label == "contradictory" and verdict.backend == "hybrid"
+    assert verdict.replacement == "330 metres" and verdict.span == (20, 30)
+    assert max(verdict.scores, key=verdict.scores.__getitem__) == "contradictory"
+
+
+async def test_hybrid_paraphrase_from_nli() -> None:
+    evidence = passages_from_texts(["Albert Einstein received the Nobel Prize in Physics in 1921."])
+    claim = "Einstein won the Nobel Prize in Physics in 1921."
+    assert (await _slots_verifier().verify(claim, evidence)).label == "extrapolatory"
+    verdict = await _hybrid(keyword_rule(entail="received")).verify(claim, evidence)
+    assert verdict.label == "attributable"
+
+
+async def test_hybrid_slots_support_when_nli_is_neutral() -> None:
+    verdict = await _hybrid(lambda p, h: [0.3, 0.6, 0.1]).verify(
+        "Marie Curie was born in Warsaw in 1867.", passages_from_texts([CURIE])
+    )
+    assert verdict.label == "attributable"
+
+
+async def test_hybrid_weak_entailment_without_the_date_is_extrapolatory() -> None:
+    evidence = passages_from_texts(["Marie Curie was born in Warsaw."])
+    claim = "Marie Curie was born in Warsaw in 1867."
+    weak = await _hybrid(lambda p, h: [0.7, 0.2, 0.1]).verify(claim, evidence)
+    assert weak.label == "extrapolatory" and weak.span == (34, 38)
+    strong = await _hybrid(lambda p, h: [0.97, 0.02, 0.01]).verify(claim, evidence)
+    assert strong.label == "attributable"
+
+
+@pytest.mark.parametrize(
+    ("claim", "evidence"),
+    [
+        ("Einstein received the prize in Stockholm.", "Einstein received the prize."),  # a name
+        ("Cruz modelled only for L'Oréal.", "Cruz modelled for Mango and for L'Oréal."),  # exclusivity
+    ],
+)
+async def test_hybrid_weak_entailment_needs_names_and_polarity(claim: str, evidence: str) -> None:
+    weak = await _hybrid(lambda p, h: [0.8, 0.15, 0.05]).verify(claim, passages_from_texts([evidence]))
+    assert weak.label == "extrapolatory"
+    strong = await _hybrid(lambda p, h: [0.96, 0.03, 0.01]).verify(claim, passages_from_texts([evidence]))
+    assert strong.label == "attributable"
+
+
+async def test_hybrid_nli_contradiction_localised_by_slots() -> None:
+    evidence = passages_from_texts(["Obama visited Iran in 2010."])
+    verdict = await _hybrid(keyword_rule(contradict="Obama")).verify("Obama never visited Iran.", evidence)
+    assert verdict.label == "contradictory" and verdict.mismatches[0].kind == "negation"
+
+
+# --- factory, stages, CLI ----------------------------------------------------------------
+
+
+def test_hybrid_falls_back_to_slots_without_a_model(caplog: pytest.LogCaptureFixture) -> None:
+    settings = load_settings(**{"runtime.nli_model": "/nonexistent/nli-model"})
+    with caplog.at_level(logging.WARNING):
+        verifier = build_verifier(settings, "hybrid", embedder=HashingEmbedder())
+    assert verifier.name == "slots" and "falls back to slots" in caplog.text
+    with pytest.raises(BackendUnavailable):
+        build_verifier(settings, "nli", embedder=HashingEmbedder())
+    scorer = RulePairScorer(keyword_rule())
+    assert build_verifier(settings, "hybrid", embedder=HashingEmbedder(), scorer=scorer).name == "hybrid"
+    assert isinstance(build_verifier(settings, "slots", embedder=HashingEmbedder()), Verifier)
+
+
+def test_seq2seq_questions_need_a_model() -> None:
+    with pytest.raises(BackendUnavailable, match="seq2seq_model"):
+        build_question_generator(load_settings(), "seq2seq")
+
+
+async def test_seq2seq_question_generator_with_a_model() -> None:
+    class Model:
+        def generate(self, texts: list[str], max_new_tokens: int = 64) -> list[str]:
+            assert texts == ["generate questions: Curie was born in 1867."]
+            return ["When was Curie born? Where was Curie born?<sep>when was curie born"]
+
+    generator = build_question_generator(load_settings(), "seq2seq", model=Model())
+    questions = await generator.generate("Curie was born in 1867.")
+    assert [q.text for q in questions] == ["When was Curie born?", "Where was Curie born?"]
+
+
+async def test_verify_claim_maps_spans_to_the_sentence() -> None:
+    sentence = "She was born in Paris."
+    decontext = SpacyDecontextualiser().resolve(sentence, ["Marie Curie was a physicist."])
+    claim = Claim(sentence, assess(sentence), decontext)
+    timings: dict[str, float] = {}
+    verdict = await verify_claim(_slots_verifier(), claim, passages_from_texts([CURIE]), timings=timings)
+    assert verdict.label == "contradictory" and sentence[verdict.span[0] : verdict.span[1]] == "Paris"
+    assert verdict.mismatches[0].text == "Paris" and "verify" in timings
+
+
+async def test_verify_record_format() -> None:
+    record = {
+        "claim": "He was born in Paris.",
+        "evidence": ["Rome is old.", CURIE],
+        "context": "Marie Curie was a physicist.",
+    }
+    out = await verify_record(_slots_verifier(), record)
+    assert set(out) == {"label", "scores", "evidence_index", "span"}
+    assert out["label"] == "contradictory" and out["evidence_index"] == 1
+    assert record["claim"][out["span"][0] : out["span"][1]] == "Paris"
+    assert list(out["scores"]) == list(NLI_LABELS)
+
+
+async def test_verify_stream_keeps_order_and_reports_bad_lines() -> None:
+    lines = [
+        json.dumps({"claim": "Marie Curie was born in Warsaw in 1867.", "evidence": [CURIE]}),
+        "{not json",
+        json.dumps({"claim": "The Eiffel Tower is 300 metres tall.", "evidence": [TOWER]}),
+        json.dumps({"claim": 3, "evidence": []}),
+    ]
+    sink = io.StringIO()
+    errors = await _verify_stream(_slots_verifier(), io.StringIO("\n".join(lines) + "\n"), sink)
+    out = [json.loads(x) for x in sink.getvalue().splitlines()]
+    assert [o["label"] for o in out] == ["attributable", None, "contradictory", None] and errors == 2
+
+
+def test_passages_from_texts() -> None:
+    passages = passages_from_texts(["a", "b"])
+    assert [p.id for p in passages] == ["0", "1"] and all(isinstance(p, Passage) for p in passages)
+
+
+def test_detailed_verdict_goes_on_the_wire_as_a_plain_verdict() -> None:
+    from middleware.pipeline.verifiers import Mismatch
+    from middleware.types import SentenceReport
+
+    verdict = _slots_verifier().judge("x", [])
+    verdict.mismatches = [Mismatch(kind="date", span=(0, 1), text="x", replacement="y", evidence_index=0)]
+    wire = SentenceReport(index=0, start=0, end=1, text="x", verdict=verdict).model_dump()["verdict"]
+    assert set(wire) == {"label", "scores", "evidence_id", "evidence_sentence", "span", "reason", "backend"}

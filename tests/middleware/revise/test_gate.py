@@ -1,0 +1,195 @@
+"""The edit gate: an edit is applied only when one evidence sentence contradicts the
+original and entails the edited sentence, and the earlier answer does not contradict it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import pytest
+
+from middleware.pipeline.verifiers import HybridVerifier, NLIVerifier, SlotsVerifier
+from middleware.revise.base import EditResult
+from middleware.revise.gate import EditGate, GatePolicy, evidence_premise
+from middleware.types import Edit, Passage
+from tests.support.pipeline_doubles import RulePairScorer
+
+CHEMISTRY = "She received the 1911 Nobel Prize in Chemistry alone."
+PHYSICS = "She shared the 1903 Nobel Prize in Physics, becoming the first woman to win a Nobel Prize."
+PASSAGE = f"Marie Curie was a physicist and chemist. {PHYSICS} {CHEMISTRY}"
+ORIGINAL = "She received a second Nobel Prize, in Chemistry, in 1915."
+
+
+def _passages() -> list[Passage]:
+    return [Passage(id="curie", text=PASSAGE, provider="index", source="people/marie-curie.md")]
+
+
+def _result(text: str, edits: Sequence[tuple[str, str, str]]) -> EditResult:
+    """An editor's revision of ORIGINAL: (original span, replacement, evidence sentence) per change."""
+    out = []
+    for old, new, evidence in edits:
+        start = ORIGINAL.index(old)
+        out.append(Edit(start=start, end=start + len(old), original=old, replacement=new, tag="entity",
+                        evidence_id="curie", evidence=evidence))  # fmt: skip
+    return EditResult(original=ORIGINAL, text=text, edits=out, evidence_index=0, evidence_id="curie")
+
+
+def _gate(rule: Callable[[str, str], list[float]], **policy: float) -> EditGate:
+    nli = NLIVerifier(RulePairScorer(rule))
+    return EditGate(HybridVerifier(nli, SlotsVerifier()), nli, GatePolicy(**policy))
+
+
+def _entails(needle: str) -> Callable[[str, str], list[float]]:
+    """Entails hypotheses containing ``needle``, contradicts the rest."""
+
+    def rule(premise: str, hypothesis: str) -> list[float]:
+        return [0.95, 0.03, 0.02] if needle in hypothesis else [0.02, 0.08, 0.9]
+
+    return rule
+
+
+async def test_applies_an_edit_its_evidence_sentence_entails() -> None:
+    edited = ORIGINAL.replace("1915", "1911")
+    revision = await _gate(_entails("1911")).review(_result(edited, [("1915", "1911", CHEMISTRY)]), _passages())
+    assert revision.status == "applied", revision.reason
+    assert revision.evidence_sentence == CHEMISTRY and revision.suggested == edited
+    assert revision.scores["evidence_entails_edited"] == pytest.approx(0.95)
+    assert revision.scores["evidence_contradicts_original"] == pytest.approx(0.9)
+
+
+async def test_flags_an_edit_from_two_evidence_sentences() -> None:
+    edited = "She received a first Nobel Prize, in Chemistry, in 1911."
+    result = _result(edited, [("second", "first", PHYSICS), ("1915", "1911", CHEMISTRY)])
+    revision = await _gate(_entails("1911")).review(result, _passages())
+    assert revision.status == "flagged" and "one evidence sentence" in revision.reason
+
+
+async def test_flags_an_edit_the_evidence_does_not_entail() -> None:
+    # the Physics sentence's year put into a claim about the Chemistry prize
+    edited = ORIGINAL.replace("1915", "1903")
+    revision = await _gate(_entails("never")).review(_result(edited, [("1915", "1903", PHYSICS)]), _passages())
+    assert revision.status == "flagged"
+    assert revision.evidence_sentence == PHYSICS and revision.suggested == edited
+    assert "evidence_entails_edited" in revision.scores
+
+
+async def test_the_entailment_threshold_is_the_policy() -> None:
+    def middling(premise: str, hypothesis: str) -> list[float]:
+        return [0.7, 0.2, 0.1] if "1911" in hypothesis else [0.02, 0.08, 0.9]
+
+    result = _result(ORIGINAL.replace("1915", "1911"), [("1915", "1911", CHEMISTRY)])
+    assert (await _gate(middling, min_entailment=0.6).review(result, _passages())).status == "applied"
+    assert (await _gate(middling, min_entailment=0.8).review(result, _passages())).status == "flagged"
+
+
+async def test_flags_an_edit_that_contradicts_the_earlier_answer() -> None:
+    context = "Marie Curie won her second Nobel Prize in 1915, and nothing else."
+
+    def rule(premise: str, hypothesis: str) -> list[float]:
+        if premise == context:
+            return [0.02, 0.03, 0.95] if "1911" in hypothesis else [0.9, 0.05, 0.05]
+        return _entails("1911")(premise, hypothesis)
+
+    result = _result(ORIGINAL.replace("1915", "1911"), [("1915", "1911", CHEMISTRY)])
+    revision = await _gate(rule).review(result, _passages(), context)
+    assert revision.status == "flagged" and "already said" in revision.reason
+    assert revision.scores["context_contradicts_edited"] == pytest.approx(0.95)
+
+
+async def test_without_nli_every_slot_must_be_stated() -> None:
+    gate = EditGate(SlotsVerifier(), None)
+    good = _result(ORIGINAL.replace("1915", "1911"), [("1915", "1911", CHEMISTRY)])
+    assert (await gate.review(good, _passages())).status == "flagged"  # 'second' is stated nowhere in it
+    plain = "She received the Nobel Prize in Chemistry in 1915."
+    fixed = EditResult(original=plain, text=plain.replace("1915", "1911"), evidence_index=0, evidence_id="curie",
+                       edits=[Edit(start=44, end=48, original="1915", replacement="1911", tag="entity",
+                                   evidence_id="curie", evidence=CHEMISTRY)])  # fmt: skip
+    assert (await gate.review(fixed, _passages())).status == "applied"
+
+
+def test_a_pronoun_sentence_takes_the_sentence_before_it() -> None:
+    assert evidence_premise(CHEMISTRY, PASSAGE) == f"{PHYSICS} {CHEMISTRY}"
+    assert evidence_premise("Marie Curie was a physicist and chemist.", PASSAGE) == (
+        "Marie Curie was a physicist and chemist."
+    )
+    assert evidence_premise(CHEMISTRY, None) == CHEMISTRY
+
+
+def test_a_pronoun_sentence_takes_the_passage_topic() -> None:
+    bach = "In 1721 he dedicated the six Brandenburg Concertos to Christian Ludwig."
+    assert evidence_premise(bach, None, "Johann Sebastian Bach") == (
+        "In 1721 Johann Sebastian Bach dedicated the six Brandenburg Concertos to Christian Ludwig."
+    )
+    assert evidence_premise("Its height is 8,849 metres.", None, "Mount Everest") == (
+        "Mount Everest's height is 8,849 metres."
+    )
+    assert evidence_premise(CHEMISTRY, PASSAGE, "Marie Curie") == f"{PHYSICS} {CHEMISTRY.replace('She', 'Marie Curie', 1)}"
+
+
+def _swap(sentence: str, old: str, new: str) -> EditResult:
+    start = sentence.index(old)
+    edit = Edit(start=start, end=start + len(old), original=old, replacement=new, tag="entity", evidence="e")
+    return EditResult(original=sentence, text=sentence[:start] + new + sentence[start + len(old) :], edits=[edit])
+
+
+FORM_CASES = [  # sentence, old, new, evidence sentence, expected problem (substring) or None
+    ("Sputnik 1 was launched in 1958.", "1958", "1957", "Sputnik 1 was launched on 4 October 1957.", None),
+    ("Hubble was launched aboard Atlantis.", "Atlantis", "Discovery", "Hubble was launched aboard Discovery.", None),
+    ("Beethoven's Ninth was first performed on 7 May 1834.", "7 May 1834", "late twenties",
+     "His hearing declined from his late twenties; the Ninth was first performed on 7 May 1824.", "figure"),
+    ("Tiger Woods's fourth Masters title came in 2019.", "Tiger Woods's fourth", "His fifth",
+     "His fifth Masters title came in 2019.", "pronoun"),
+    ("In 1888 Nikola Tesla licensed George Westinghouse's patents.", "Nikola Tesla", "George Westinghouse",
+     "In 1888 George Westinghouse licensed his patents.", "twice"),
+    ("Insulin was discovered by John Macleod and Charles Best.", "John Macleod", "Frederick Banting",
+     "Insulin was discovered by Frederick Banting and Charles Best, in the laboratory of John Macleod.", "role"),
+    ("The cathedral was built for Tsar Peter the Great.", "Peter", "Ivan IV",
+     "The cathedral was built for Tsar Ivan IV, known as Ivan the Terrible.", "does not name"),
+    ("Gagarin completed two orbits of the Earth.", "two", "one", "Gagarin completed one orbit of the Earth.",
+     "plural"),
+    ("Tiger Woods lost the 1997 Masters.", "lost", "won", "Tiger Woods won the 1997 Masters.", "wording"),
+    # the value of another verb of the evidence sentence
+    ("The Pasteur Institute was founded in 1897.", "1897", "1888",
+     "The Pasteur Institute was founded in 1887 and inaugurated in 1888.", "goes with what the claim is about"),
+    # no shared name: the verb decides
+    ("It was founded in 1897.", "1897", "1888", "It was founded in 1887 and inaugurated in 1888.", "to 'found'"),
+    ("The Pasteur Institute was founded in 1897.", "1897", "1887",
+     "The Pasteur Institute was founded in 1887 and inaugurated in 1888.", None),
+    # the value next to another title in the evidence sentence
+    ("Jane Austen's Pride and Prejudice was published in 1823.", "1823", "1811",
+     "Her novel Sense and Sensibility was published in 1811, followed by Pride and Prejudice in 1813.",
+     "goes with what the claim is about"),
+    ("Jane Austen's Pride and Prejudice was published in 1823.", "1823", "1813",
+     "Her novel Sense and Sensibility was published in 1811, followed by Pride and Prejudice in 1813.", None),
+    # part of a name the evidence writes whole
+    ("He spoke at the Washington Monument.", "Washington Monument", "Memorial",
+     "He spoke at the Lincoln Memorial during the March on Washington.", "Lincoln Memorial"),
+    # a capitalised name the NER misses alone is still a name
+    ("Van Gogh was born in Arles.", "Arles", "Zundert", "Van Gogh was born in Zundert.", None),
+    ("He won gold in St. Moritz, Switzerland.", "St. Moritz", "Beijing", "He won gold in Beijing.", None),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("sentence", "old", "new", "evidence", "problem"), FORM_CASES)
+def test_only_well_formed_value_swaps_pass(sentence: str, old: str, new: str, evidence: str, problem) -> None:
+    from middleware.revise.gate import form_problem
+
+    found = form_problem(_swap(sentence, old, new), evidence)
+    if problem is None:
+        assert found is None
+    else:
+        assert found is not None and problem in found, found
+
+
+def test_two_changes_may_not_name_one_place_twice() -> None:
+    from middleware.revise.gate import form_problem
+
+    sentence = "Ernest Hemingway died in Key West, Florida, on 2 July 1961."
+    evidence = "Hemingway died in Ketchum, Idaho, on 2 July 1961."
+    first, second = sentence.index("Key West"), sentence.index("Florida")
+    edits = [
+        Edit(start=first, end=first + 8, original="Key West", replacement="Ketchum", tag="entity", evidence=evidence),
+        Edit(start=second, end=second + 7, original="Florida", replacement="Ketchum", tag="entity", evidence=evidence),
+    ]
+    edited = "Ernest Hemingway died in Ketchum, Ketchum, on 2 July 1961."
+    problem = form_problem(EditResult(original=sentence, text=edited, edits=edits), evidence)
+    assert problem is not None and "twice" in problem
