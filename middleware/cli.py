@@ -15,7 +15,7 @@ _COMMAND_MODULES = (
     "middleware.runtime.commands",  # export
     "middleware.evidence.commands",  # index, search
     "middleware.pipeline.commands",  # verify
-    "middleware.chat.check_command",  # check, eval-check
+    "middleware.chat.check_command",  # check, eval-check, eval-grounding
     "middleware.revise.commands",  # edit, eval-edit, make-edit-data, train-editor
     "middleware.training.commands",  # train-verifier, eval-verifier, calibrate-verifier
 )

@@ -15,7 +15,7 @@ import yaml
 from pydantic import BaseModel, Field, SecretStr
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
-from middleware.types import Mode
+from middleware.types import GroundingCorpus, GroundingPlacement, Mode
 
 DEFAULT_DATA_DIR = Path(os.environ.get("FACTCHECK_HOME", Path.home() / ".cache" / "factcheck"))
 
@@ -70,6 +70,15 @@ class CheckSettings(BaseModel):
     sentence_budget_s: float = Field(1.5, description="per-sentence check budget; past it: unverified/timeout")
     max_checks_per_stream: int = Field(4, description="concurrent sentence checks per stream")
     max_checks_global: int = Field(64, description="concurrent sentence checks in the process")
+    grounding_prompt: GroundingCorpus | None = Field(
+        None,
+        description="corpus named in the according-to instruction added to checked requests that name none "
+        "(factcheck.grounding_prompt), e.g. 'Wikipedia'; none or 'off': no instruction",
+    )
+    grounding_placement: GroundingPlacement = Field(
+        "append", description="the grounding instruction: 'append'ed to the last user message (the paper's form) "
+        "or a 'system' message of its own"
+    )
 
 
 class RuntimeSettings(BaseModel):

@@ -9,9 +9,9 @@ otherwise.
 from __future__ import annotations
 
 from enum import Enum
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SkipValidation
+from pydantic import BaseModel, ConfigDict, Field, SkipValidation, StringConstraints
 
 if TYPE_CHECKING:
     from middleware.interfaces import MemoryProbe as _MemoryProbe
@@ -171,6 +171,26 @@ class Revision(_Model):
     )
 
 
+GroundingPlacement = Literal["append", "system"]
+"""Where the grounding instruction goes: appended to the last user message (the paper's form)
+or as a system message of its own."""
+
+GroundingCorpus = Annotated[
+    str, StringConstraints(strip_whitespace=True, min_length=1, max_length=200, pattern=r"^[^\r\n]*$")
+]
+"""A corpus name for the grounding instruction ("Wikipedia"): one line; ``off`` names none."""
+
+
+class GroundingPrompt(_Model):
+    """The according-to instruction the proxy added to the request (Weller, Marone et al., 2024)."""
+
+    corpus: str
+    instruction: str = Field(description="the sentence added, in the paper's form")
+    placement: GroundingPlacement = Field(
+        description="appended to the last user message, or a system message of its own"
+    )
+
+
 class MemorySignal(_Model):
     """Memory-hallucination margin signal: never a verdict by itself."""
 
@@ -213,6 +233,9 @@ class StreamSummary(_Model):
     edits: list[Edit] = Field(default_factory=list)
     mode: Mode
     added_latency_ms: float | None = None
+    grounding_prompt: GroundingPrompt | None = Field(
+        default=None, description="the grounding instruction added to the request (factcheck.grounding_prompt), if any"
+    )
 
 
 class CheckContext(_Model):
@@ -225,6 +248,9 @@ class CheckContext(_Model):
     )
     mode: Mode = Mode.ANNOTATE
     options: dict[str, object] = Field(default_factory=dict, description="per-request factcheck options")
+    grounding_prompt: GroundingPrompt | None = Field(
+        default=None, description="the grounding instruction added to the request, reported in the summary"
+    )
     memory: SkipValidation[_MemoryProbe | None] = Field(
         default=None, exclude=True, description="the request's memory check (a middleware.interfaces.MemoryProbe)"
     )

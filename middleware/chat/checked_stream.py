@@ -129,7 +129,8 @@ class CheckedText:
 
     async def summary(self, added_latency_ms: float | None = None) -> StreamSummary:
         summary = await self.runner.summarize(self.reports, self.mode)
-        return summary.model_copy(update={"added_latency_ms": added_latency_ms})
+        return summary.model_copy(update={"added_latency_ms": added_latency_ms,
+                                          "grounding_prompt": self.context.grounding_prompt})
 
     async def cancel(self) -> None:
         await self.checks.cancel_all()

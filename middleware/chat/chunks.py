@@ -154,3 +154,12 @@ def without_content0(chunk: dict[str, Any]) -> dict[str, Any] | None:
     keep = bool(choice["delta"]) or choice.get("finish_reason") is not None
     keep = keep or len(stripped["choices"]) > 1 or stripped.get("usage") is not None
     return stripped if keep else None
+
+
+def message_content(completion: dict[str, Any]) -> str | None:
+    """Choice 0's text in a non-stream ``chat.completion``, or None when it has none."""
+    try:
+        content = completion["choices"][0]["message"]["content"]
+    except (KeyError, IndexError, TypeError):
+        return None
+    return content if isinstance(content, str) else None

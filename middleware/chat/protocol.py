@@ -27,7 +27,7 @@ from pydantic import (
 
 from pydantic.config import JsonDict
 
-from middleware.types import Mode, SentenceReport, StreamSummary
+from middleware.types import GroundingCorpus, Mode, SentenceReport, StreamSummary
 
 # ---------------------------------------------------------------------------------- errors
 
@@ -73,6 +73,12 @@ class FactcheckOptions(BaseModel):
     context: list[ContextDocument | str] = Field(default_factory=list, description="documents to check against")
     context_policy: Literal["only", "first", "among"] | None = None
     memory_check: StrictBool = False
+    grounding_prompt: GroundingCorpus | None = Field(
+        default=None,
+        description="according-to prompting: the corpus the upstream is asked to ground its answer in "
+        "('Wikipedia'), or 'off'; absent: the server default (check.grounding_prompt). The summary reports "
+        "the instruction added",
+    )
 
 
 _CONTENT_PART: JsonDict = {

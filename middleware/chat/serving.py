@@ -12,7 +12,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from middleware.chat.checked_stream import CheckedStream, check_answer
-from middleware.chat.chunks import ChunkItem, UpstreamChunks
+from middleware.chat.chunks import ChunkItem, UpstreamChunks, message_content
+from middleware.chat.grounding_prompt import add_grounding, requested_corpus
 from middleware.chat.protocol import ChatRequest
 from middleware.chat.wire import WireReports
 from middleware.checking import CheckRunner
@@ -23,7 +24,7 @@ from middleware.interfaces import Upstream
 from middleware.metrics import ACTIVE_STREAMS, ADDED_LATENCY, TIME_TO_FIRST_TOKEN
 from middleware.pipeline.memory import MemoryCheck
 from middleware.settings import Settings
-from middleware.types import CheckContext, Mode, Passage
+from middleware.types import CheckContext, GroundingPrompt, Mode, Passage
 
 INLINE_SPLIT_CHARS = 4000
 """Request context up to this size is split on the event loop (well under a millisecond)."""
@@ -78,16 +79,31 @@ class ChatService:
         self.runner = runner
         self.streams = StreamCounter(settings.server.max_concurrent_streams)
 
+    def grounded(
+        self, chat: ChatRequest, forward: dict[str, Any], mode: Mode
+    ) -> tuple[dict[str, Any], GroundingPrompt | None]:
+        """The body to send upstream: ``forward`` itself when no grounding instruction applies
+        (``factcheck.grounding_prompt``, else ``check.grounding_prompt``), else a copy with it."""
+        option = chat.factcheck.grounding_prompt if chat.factcheck is not None else None
+        corpus = requested_corpus(option, self.settings.check.grounding_prompt, mode)
+        if corpus is None:
+            return forward, None
+        return add_grounding(forward, corpus, self.settings.check.grounding_placement)
+
     async def request_context(
         self, chat: ChatRequest, mode: Mode, forward: Mapping[str, Any] | None = None,
-        headers: Mapping[str, str] | None = None,
+        headers: Mapping[str, str] | None = None, grounding: GroundingPrompt | None = None,
     ) -> CheckContext:
-        """The request's ``CheckContext``: its factcheck options and its own context passages
-        (split in a worker thread: a request may carry a megabyte of documents). With
-        ``forward`` (the body going upstream) and ``factcheck.memory_check`` set, the memory
-        check's closed-book upstream call starts now; ``release_context`` stops it."""
+        """The request's ``CheckContext``: its factcheck options, the grounding instruction
+        added (for the summary) and its own context passages (split in a worker thread: a
+        request may carry a megabyte of documents). With ``forward`` (the client's body) and
+        ``factcheck.memory_check`` set, the memory check's closed-book upstream call starts
+        now; ``release_context`` stops it. The closed-book call asks the user's question as
+        the client wrote it, without the grounding instruction: it is the ungrounded baseline
+        of what the model says from memory."""
         options = chat.factcheck.model_dump(exclude={"mode"}, mode="json") if chat.factcheck else {}
-        context = CheckContext(user_message=chat.last_user_message(), mode=mode, options=options)
+        context = CheckContext(user_message=chat.last_user_message(), mode=mode, options=options,
+                               grounding_prompt=grounding)
         if mode is Mode.OFF:
             return context
         texts = request_texts(chat)
@@ -118,9 +134,10 @@ class ChatService:
         upstream and record the added latency. Upstream errors before the stream propagate."""
         self.streams.acquire()
         try:
-            context = await self.request_context(chat, mode, forward, headers)  # the memory call starts now
+            body, grounding = self.grounded(chat, forward, mode)
+            context = await self.request_context(chat, mode, forward, headers, grounding)  # the memory call starts
             try:
-                upstream = UpstreamChunks(await self.upstream.open_stream(forward, headers),
+                upstream = UpstreamChunks(await self.upstream.open_stream(body, headers),
                                           self.settings.upstream.max_event_bytes)
             except BaseException:
                 release_context(context)
@@ -141,13 +158,14 @@ class ChatService:
     ) -> bytes | dict[str, Any]:
         """A non-stream completion: the upstream's bytes as they came (off mode, or nothing to
         check), else its JSON with the ``factcheck`` object (correct mode: content corrected)."""
-        context = await self.request_context(chat, mode, forward, headers)  # the memory call starts now
+        body, grounding = self.grounded(chat, forward, mode)
+        context = await self.request_context(chat, mode, forward, headers, grounding)  # the memory call starts now
         try:
             t0 = time.perf_counter()
-            raw, completion = await self.upstream.complete(forward, headers)
+            raw, completion = await self.upstream.complete(body, headers)
             upstream_done = time.perf_counter()
             TIME_TO_FIRST_TOKEN.labels(mode=mode.value).observe(upstream_done - t0)
-            content = _message_content(completion) if mode is not Mode.OFF else None
+            content = message_content(completion) if mode is not Mode.OFF else None
             if content is None:
                 return raw
             answer = await check_answer(self.runner, content, context)
@@ -174,11 +192,3 @@ def _split_and_index(texts: list[ContextText]) -> list[Passage]:
     passages = context_passages(texts)
     context_source(passages)
     return passages
-
-
-def _message_content(completion: dict[str, Any]) -> str | None:
-    try:
-        content = completion["choices"][0]["message"]["content"]
-    except (KeyError, IndexError, TypeError):
-        return None
-    return content if isinstance(content, str) else None
