@@ -1,5 +1,6 @@
-"""Running sentence checks beside a stream: bounded concurrency, per-sentence budgets, and
-reports that always arrive (a timeout or a failure becomes an ``unverified`` report)."""
+"""Running sentence checks beside a stream: bounded concurrency, per-sentence budgets, load
+shedding, and reports that always arrive (a timeout, a failure or a shed check becomes an
+``unverified`` report with its reason)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
 from middleware.interfaces import Checker
-from middleware.metrics import SENTENCES, STAGE_LATENCY
+from middleware.metrics import CHECK_SLOT_WAIT, SENTENCE_STAGE_LATENCY, SENTENCES, SHED_CHECKS, STAGE_LATENCY
 from middleware.settings import CheckSettings
 from middleware.types import CheckContext, Mode, Sentence, SentenceReport, StreamSummary, Verdict
 
@@ -18,6 +19,10 @@ log = logging.getLogger(__name__)
 
 SUMMARY_TIMEOUT_LOG_S = 60.0
 """Summarizer timeouts are logged at most once per this many seconds, with their count."""
+SERVICE_TIME_WEIGHT = 0.2
+"""Weight of the newest check in the running mean of how long a check holds its slot."""
+MIN_SERVICE_SAMPLES = 8
+"""Checks that must have finished before the running mean is trusted to shed load."""
 
 
 class NoChecker:
@@ -45,6 +50,19 @@ def unverified_report(sentence: Sentence, reason: str) -> SentenceReport:
     )
 
 
+def unverified_reason(verdict: Verdict) -> str:
+    """The ``reason`` label of the sentence counter: why a sentence is unverified (timeout,
+    error, overload, no_evidence, no_checker, other), "" for a verdict."""
+    if verdict.label != "unverified":
+        return ""
+    reason = verdict.reason or ""
+    if reason in ("timeout", "overload", "no_checker"):
+        return reason
+    if reason.startswith("error"):
+        return "error"
+    return "no_evidence" if reason == "no evidence" else "other"
+
+
 def basic_summary(reports: Sequence[SentenceReport], mode: Mode) -> StreamSummary:
     """Verdict counts and edits; the pipeline's summarizer adds the attribution report."""
     verdicts: dict[str, int] = {}
@@ -63,6 +81,29 @@ class CheckRunner:
         self._global = asyncio.Semaphore(settings.max_checks_global)
         self.summary_timeouts = 0
         self._timeouts_logged_at: float | None = None
+        self.waiting = 0
+        """Checks waiting for a global slot now."""
+        self.service_s: float | None = None
+        """Running mean of how long a check holds its global slot (seconds)."""
+        self._service_samples = 0
+
+    def overloaded(self, remaining_s: float) -> bool:
+        """Would a check that joins the queue now miss its budget? True when every slot is busy
+        and the expected wait for a slot (the checks ahead, served ``max_checks_global`` at a
+        time at the running mean service time) plus one service time exceeds ``remaining_s``."""
+        if not self.settings.shed_overload or not self._global.locked():
+            return False
+        if self.service_s is None or self._service_samples < MIN_SERVICE_SAMPLES:
+            return False
+        rounds = (self.waiting + 1) / self.settings.max_checks_global
+        return (rounds + 1) * self.service_s > remaining_s
+
+    def record_service(self, seconds: float) -> None:
+        self._service_samples += 1
+        if self.service_s is None:
+            self.service_s = seconds
+        else:
+            self.service_s += SERVICE_TIME_WEIGHT * (seconds - self.service_s)
 
     def for_stream(self) -> StreamChecks:
         return StreamChecks(self)
@@ -104,10 +145,11 @@ class StreamChecks:
 
     async def _run(self, sentence: Sentence, context: CheckContext) -> SentenceReport:
         t0 = time.perf_counter()
+        budget = self._runner.settings.sentence_budget_s
         try:
-            async with asyncio.timeout(self._runner.settings.sentence_budget_s):
-                async with self._local, self._runner._global:
-                    report = await self._runner.checker.check(sentence, context)
+            async with asyncio.timeout(budget):
+                async with self._local:
+                    report = await self._check_in_slot(sentence, context, budget - (time.perf_counter() - t0))
         except TimeoutError:
             report = unverified_report(sentence, "timeout")
         except asyncio.CancelledError:
@@ -116,8 +158,31 @@ class StreamChecks:
             log.warning("check of sentence %d failed: %s", sentence.index, type(exc).__name__)
             report = unverified_report(sentence, f"error: {type(exc).__name__}")
         STAGE_LATENCY.labels(stage="check").observe(time.perf_counter() - t0)
-        SENTENCES.labels(verdict=report.verdict.label).inc()
+        SENTENCES.labels(verdict=report.verdict.label, reason=unverified_reason(report.verdict)).inc()
+        for stage, ms in report.timings_ms.items():
+            SENTENCE_STAGE_LATENCY.labels(stage=stage).observe(ms / 1000.0)
         return report
+
+    async def _check_in_slot(self, sentence: Sentence, context: CheckContext, remaining_s: float) -> SentenceReport:
+        """The check, once a global slot is free; shed at once (``unverified``, reason
+        ``overload``) when the queue for a slot would not let it finish inside its budget."""
+        runner = self._runner
+        if runner.overloaded(remaining_s):
+            SHED_CHECKS.inc()
+            return unverified_report(sentence, "overload")
+        queued = time.perf_counter()
+        runner.waiting += 1
+        try:
+            await runner._global.acquire()
+        finally:
+            runner.waiting -= 1
+        started = time.perf_counter()
+        CHECK_SLOT_WAIT.observe(started - queued)
+        try:
+            return await runner.checker.check(sentence, context)
+        finally:
+            runner._global.release()
+            runner.record_service(time.perf_counter() - started)
 
     async def wait_all(self) -> list[SentenceReport]:
         if not self.tasks:

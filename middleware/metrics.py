@@ -36,7 +36,43 @@ ADDED_LATENCY = Histogram(
     ["mode"],
     buckets=_LATENCY_BUCKETS,
 )
-SENTENCES = Counter("factcheck_sentences_total", "Checked sentences by verdict", ["verdict"])
+SENTENCES = Counter(
+    "factcheck_sentences_total", "Checked sentences by verdict, and for unverified ones why "
+    "(reason: timeout, error, overload, no_evidence, no_checker, other; empty for a verdict)", ["verdict", "reason"]
+)
+SENTENCE_STAGE_LATENCY = Histogram(
+    "factcheck_sentence_stage_seconds", "Time one sentence's check spent in a stage, summed over its calls "
+    "(search and rerank run once per question)", ["stage"], buckets=_LATENCY_BUCKETS
+)
+CHECK_SLOT_WAIT = Histogram(
+    "factcheck_check_slot_wait_seconds", "Time a sentence's check waited for a global check slot "
+    "(check.max_checks_global)", buckets=_LATENCY_BUCKETS
+)
+SHED_CHECKS = Counter(
+    "factcheck_shed_checks_total", "Checks reported unverified (overload) at once because the queue for a "
+    "check slot would not let them finish inside the budget"
+)
+HTTP_REQUESTS = Counter(
+    "factcheck_http_requests_total", "Requests to the proxied endpoints (chat, models) and websocket answers (ws), "
+    "once each, by outcome: ok, refused (4xx from the proxy), upstream_error (before or during the answer), "
+    "internal", ["endpoint", "outcome"]
+)
+UNVERIFIED_REASONS = ("timeout", "overload", "error", "no_evidence", "no_checker", "other")
+OUTCOMES = ("ok", "refused", "upstream_error", "internal")
+# Counters start at 0 for every known label set: a series born at its first increment has no
+# earlier sample, so rate() and increase() would miss that first failure.
+for _endpoint in ("chat", "models", "ws"):
+    for _outcome in OUTCOMES:
+        HTTP_REQUESTS.labels(endpoint=_endpoint, outcome=_outcome)
+for _verdict in ("attributable", "contradictory", "extrapolatory", "skipped"):
+    SENTENCES.labels(verdict=_verdict, reason="")
+for _reason in UNVERIFIED_REASONS:
+    SENTENCES.labels(verdict="unverified", reason=_reason)
+
+UPSTREAM_LATENCY = Histogram(
+    "factcheck_upstream_response_seconds", "Time from sending a request upstream to its response headers "
+    "(stream) or its whole body (non-stream)", ["stream"], buckets=_LATENCY_BUCKETS
+)
 UPSTREAM_ERRORS = Counter("factcheck_upstream_errors_total", "Upstream failures", ["kind"])
 REQUEST_ERRORS = Counter("factcheck_request_errors_total", "Requests refused by the proxy", ["status"])
 ACTIVE_STREAMS = Gauge("factcheck_active_streams", "Streams being served now", multiprocess_mode="livesum")

@@ -70,6 +70,10 @@ class CheckSettings(BaseModel):
     sentence_budget_s: float = Field(1.5, description="per-sentence check budget; past it: unverified/timeout")
     max_checks_per_stream: int = Field(4, description="concurrent sentence checks per stream")
     max_checks_global: int = Field(64, description="concurrent sentence checks in the process")
+    shed_overload: bool = Field(
+        True, description="report a check unverified (reason overload) at once when the queue for a check slot "
+        "would not let it finish inside sentence_budget_s, instead of letting it wait out the budget"
+    )
     grounding_prompt: GroundingCorpus | None = Field(
         None,
         description="corpus named in the according-to instruction added to checked requests that name none "

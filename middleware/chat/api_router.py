@@ -24,6 +24,8 @@ log = logging.getLogger(__name__)
 
 CHAT_PATH = "/v1/chat/completions"
 SERVICE_KEY = web.AppKey("chat_service", ChatService)
+OUTCOME_KEY = web.RequestKey("factcheck_outcome", str)
+"""How a request ended when its status does not say (a stream that broke off after its 200)."""
 
 
 def add_chat_routes(app: web.Application, service: ChatService) -> None:
@@ -62,6 +64,8 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
         try:
             await response.prepare(request)
             async for event in opened.checked.run():
+                if isinstance(event, Failed):
+                    request[OUTCOME_KEY] = failure_outcome(event.error)
                 if data := encoder.encode(event):
                     await response.write(data)
             await response.write_eof()
@@ -94,6 +98,11 @@ class SSEEncoder:
         if isinstance(event, Failed):
             return failure_body(event.error)
         return self._source.factcheck_chunk(self._wire.event(event))
+
+
+def failure_outcome(error: BaseException) -> str:
+    """The ``outcome`` label of a request whose answer broke off with ``error``."""
+    return "upstream_error" if isinstance(error, UpstreamError) else "internal"
 
 
 def failure_body(error: BaseException) -> dict[str, Any]:

@@ -21,7 +21,7 @@ from middleware.errors import RequestError
 from middleware.evidence.context_source import context_source
 from middleware.evidence.request_passages import ContextText, context_passages, request_texts
 from middleware.interfaces import Upstream
-from middleware.metrics import ACTIVE_STREAMS, ADDED_LATENCY, TIME_TO_FIRST_TOKEN
+from middleware.metrics import ACTIVE_STREAMS, ADDED_LATENCY, TIME_TO_FIRST_TOKEN, UPSTREAM_LATENCY
 from middleware.pipeline.memory import MemoryCheck
 from middleware.settings import Settings
 from middleware.types import CheckContext, GroundingPrompt, Mode, Passage
@@ -137,8 +137,10 @@ class ChatService:
             body, grounding = self.grounded(chat, forward, mode)
             context = await self.request_context(chat, mode, forward, headers, grounding)  # the memory call starts
             try:
-                upstream = UpstreamChunks(await self.upstream.open_stream(body, headers),
-                                          self.settings.upstream.max_event_bytes)
+                sent = time.perf_counter()
+                opened = await self.upstream.open_stream(body, headers)
+                UPSTREAM_LATENCY.labels(stream="true").observe(time.perf_counter() - sent)
+                upstream = UpstreamChunks(opened, self.settings.upstream.max_event_bytes)
             except BaseException:
                 release_context(context)
                 raise
@@ -165,6 +167,7 @@ class ChatService:
             raw, completion = await self.upstream.complete(body, headers)
             upstream_done = time.perf_counter()
             TIME_TO_FIRST_TOKEN.labels(mode=mode.value).observe(upstream_done - t0)
+            UPSTREAM_LATENCY.labels(stream="false").observe(upstream_done - t0)
             content = message_content(completion) if mode is not Mode.OFF else None
             if content is None:
                 return raw

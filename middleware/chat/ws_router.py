@@ -25,13 +25,13 @@ from typing import Any
 
 from aiohttp import WSMsgType, web
 
-from middleware.chat.api_router import SERVICE_KEY, SSEEncoder, upstream_headers
-from middleware.chat.checked_stream import End, Forward, StreamEvent
+from middleware.chat.api_router import SERVICE_KEY, SSEEncoder, failure_outcome, upstream_headers
+from middleware.chat.checked_stream import End, Failed, Forward, StreamEvent
 from middleware.chat.chunks import ChunkItem
 from middleware.chat.parsing import load_json, parse_chat_request, resolve_mode
 from middleware.chat.protocol import WsDone, WsStart, error_body
 from middleware.errors import RequestError, UpstreamError
-from middleware.metrics import REQUEST_ERRORS, REQUESTS, UPSTREAM_ERRORS
+from middleware.metrics import HTTP_REQUESTS, REQUEST_ERRORS, REQUESTS, UPSTREAM_ERRORS
 from middleware.chat.limits import LIMITER_KEY, client_id
 from middleware.sse import SSEParser, dumps
 
@@ -53,6 +53,7 @@ class _Socket:
         self.ws = ws
         self.answer: asyncio.Task[None] | None = None
         self.closing = False
+        self.outcome = "ok"
         self._send_lock = asyncio.Lock()
 
     async def send(self, message: dict[str, Any]) -> None:
@@ -101,24 +102,32 @@ class _Socket:
                 await self.send(WsDone().model_dump(mode="json"))
 
     async def _stream_or_error(self, body: Any) -> dict[str, Any] | None:
-        """Stream the answer; return the OpenAI error object to send if it failed."""
+        """Stream the answer; return the OpenAI error object to send if it failed. Each answer
+        is counted once in ``factcheck_http_requests_total{endpoint="ws"}`` by how it ended."""
+        self.outcome = "internal"
         try:
-            await self._stream(body)
+            self.outcome = await self._stream(body)
         except RequestError as exc:
             REQUEST_ERRORS.labels(status=str(exc.status)).inc()
+            self.outcome = "refused"
             return exc.body()
         except UpstreamError as exc:
             UPSTREAM_ERRORS.labels(kind=exc.kind).inc()
+            self.outcome = "upstream_error"
             return exc.client_body()
         except ConnectionError:
             log.info("websocket client went away mid-answer")
+            self.outcome = "ok"
         except Exception:
             log.exception("websocket answer failed")
             return error_body("internal error", "server_error", None, "internal_error")
+        finally:
+            HTTP_REQUESTS.labels(endpoint="ws", outcome=self.outcome).inc()
         return None
 
-    async def _stream(self, body: Any) -> None:
-        """Run one answer exactly as ``POST /v1/chat/completions`` with ``stream: true`` does."""
+    async def _stream(self, body: Any) -> str:
+        """Run one answer exactly as ``POST /v1/chat/completions`` with ``stream: true`` does;
+        return its outcome (``ok``, or how it broke off)."""
         service = self.request.app[SERVICE_KEY]
         settings = service.settings
         started = time.perf_counter()
@@ -132,9 +141,13 @@ class _Socket:
         async with service.open_stream(chat, forward, mode, upstream_headers(self.request), started) as opened:
             encoder = SSEEncoder(opened.chunks)
             await self.send(WsStart(mode=mode).model_dump(mode="json"))
+            outcome = "ok"
             async for event in opened.checked.run():
+                if isinstance(event, Failed):
+                    outcome = failure_outcome(event.error)
                 for message in messages_of(event, encoder):
                     await self.send(message)
+        return outcome
 
 
 def messages_of(event: StreamEvent[ChunkItem], encoder: SSEEncoder) -> list[dict[str, Any]]:

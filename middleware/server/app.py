@@ -10,14 +10,14 @@ from collections.abc import Awaitable, Callable
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST
 
-from middleware.chat.api_router import CHAT_PATH, SERVICE_KEY, add_chat_routes, upstream_headers
+from middleware.chat.api_router import CHAT_PATH, OUTCOME_KEY, SERVICE_KEY, add_chat_routes, upstream_headers
 from middleware.chat.protocol import Health, error_body
 from middleware.chat.serving import ChatService, too_many_streams
 from middleware.chat.ws_router import add_ws_routes
 from middleware.checking import CheckRunner
 from middleware.errors import RequestError, UpstreamError
 from middleware.interfaces import Checker, Upstream
-from middleware.metrics import REQUEST_ERRORS, UPSTREAM_ERRORS, exposition
+from middleware.metrics import HTTP_REQUESTS, REQUEST_ERRORS, UPSTREAM_ERRORS, exposition
 from middleware.chat.limits import CLIENT_KEY, LIMITER_KEY, RateLimiter, client_id
 from middleware.server.openapi import openapi_document
 from middleware.settings import Settings
@@ -37,7 +37,7 @@ def create_app(
     """The proxy's routes over ``checker`` and ``upstream``; ``add_routes`` adds more (the UI)."""
     app = web.Application(
         client_max_size=settings.server.max_body_bytes,
-        middlewares=[_error_middleware, _auth_middleware(settings), _stream_limit_middleware],
+        middlewares=[_count_middleware, _error_middleware, _auth_middleware(settings), _stream_limit_middleware],
     )
     app[LIMITER_KEY] = RateLimiter(settings.server.rate_limit_per_minute)
     runner = CheckRunner(checker, settings.check)
@@ -76,6 +76,26 @@ async def _metrics(request: web.Request) -> web.Response:
     return response
 
 
+_COUNTED = {CHAT_PATH: "chat", "/v1/models": "models"}
+"""Endpoints counted in ``factcheck_http_requests_total`` (the websocket counts each answer)."""
+
+
+@web.middleware
+async def _count_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """Count each proxied request once, by how it ended: the denominator and numerator of the
+    dashboard's error rate, which therefore stays within 0..100%."""
+    endpoint = _COUNTED.get(request.path)
+    if endpoint is None:
+        return await handler(request)
+    outcome = "internal"
+    try:
+        response = await handler(request)
+        outcome = request.get(OUTCOME_KEY) or ("ok" if response.status < 400 else "internal")
+        return response
+    finally:
+        HTTP_REQUESTS.labels(endpoint=endpoint, outcome=outcome).inc()
+
+
 @web.middleware
 async def _error_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
     """Every error leaves in the OpenAI error format."""
@@ -83,16 +103,20 @@ async def _error_middleware(request: web.Request, handler: Handler) -> web.Strea
         return await handler(request)
     except RequestError as exc:
         REQUEST_ERRORS.labels(status=str(exc.status)).inc()
+        request[OUTCOME_KEY] = "refused"
         return request_error_response(exc)
     except UpstreamError as exc:
+        request[OUTCOME_KEY] = "upstream_error"
         return upstream_error_response(exc)
     except web.HTTPRequestEntityTooLarge as exc:
         REQUEST_ERRORS.labels(status="413").inc()
+        request[OUTCOME_KEY] = "refused"
         return web.json_response(error_body(f"request body too large: {exc.text}", code="body_too_large"), status=413)
     except web.HTTPException as exc:
         if exc.status < 400:
             raise
         REQUEST_ERRORS.labels(status=str(exc.status)).inc()
+        request[OUTCOME_KEY] = "refused"
         allow = {"Allow": exc.headers["Allow"]} if "Allow" in exc.headers else None  # 405 must list methods
         return web.json_response(error_body(exc.reason, code=str(exc.status)), status=exc.status, headers=allow)
 

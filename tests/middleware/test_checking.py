@@ -1,0 +1,111 @@
+"""Check scheduling: load shedding when the queue for a check slot cannot finish inside the
+budget, the slot-wait and per-sentence stage metrics, and the reason label of unverified
+sentences."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+from prometheus_client import REGISTRY
+
+from middleware.checking import CheckRunner, unverified_reason
+from middleware.settings import CheckSettings
+from middleware.types import CheckContext, Sentence, SentenceReport, Verdict
+from tests.support.checkers import ScriptedChecker
+
+SERVICE_S = 0.05
+BUDGET_S = 0.5
+
+
+def sentence(i: int) -> Sentence:
+    return Sentence(index=i, start=0, end=10, text=f"Sentence {i}.")
+
+
+def sample(name: str, **labels: str) -> float:
+    return REGISTRY.get_sample_value(name, labels) or 0.0
+
+
+async def warmed_runner(shed: bool) -> CheckRunner:
+    """One global slot, a checker that holds it ``SERVICE_S``; the running mean learnt."""
+    settings = CheckSettings(sentence_budget_s=BUDGET_S, max_checks_global=1, max_checks_per_stream=100,
+                             shed_overload=shed)
+    runner = CheckRunner(ScriptedChecker(delay=SERVICE_S), settings)
+    checks = runner.for_stream()
+    for i in range(8):
+        await checks.submit(sentence(i), CheckContext())
+    return runner
+
+
+async def burst(runner: CheckRunner, n: int) -> list[tuple[SentenceReport, float]]:
+    """``n`` checks at once; each report with the seconds it took to arrive."""
+    checks = runner.for_stream()
+    started = time.perf_counter()
+
+    async def timed(i: int) -> tuple[SentenceReport, float]:
+        report = await checks.submit(sentence(i), CheckContext())
+        return report, time.perf_counter() - started
+
+    return list(await asyncio.gather(*(timed(i) for i in range(n))))
+
+
+async def test_a_burst_past_capacity_is_shed_at_once_instead_of_waiting_out_the_budget():
+    runner = await warmed_runner(shed=True)
+    assert runner.service_s is not None and 0.8 * SERVICE_S < runner.service_s < 3 * SERVICE_S
+    shed_before = sample("factcheck_shed_checks_total")
+    reason_before = sample("factcheck_sentences_total", verdict="unverified", reason="overload")
+    results = await burst(runner, 30)
+    shed = [(r, t) for r, t in results if r.verdict.reason == "overload"]
+    # One slot, 50 ms a check, a 0.5 s budget: about ten can finish in time, the rest cannot.
+    assert 10 <= len(shed) <= 25
+    assert all(t < 0.1 for _, t in shed)  # told at once, not after the budget
+    assert all(r.verdict.label == "unverified" for r, _ in shed)
+    assert sample("factcheck_shed_checks_total") - shed_before == len(shed)
+    assert sample("factcheck_sentences_total", verdict="unverified", reason="overload") - reason_before == len(shed)
+    checked = [r for r, _ in results if r.verdict.label == "attributable"]
+    assert len(checked) >= 5
+
+
+async def test_without_shedding_the_same_burst_waits_and_times_out():
+    runner = await warmed_runner(shed=False)
+    results = await burst(runner, 30)
+    assert not any(r.verdict.reason == "overload" for r, _ in results)
+    timed_out = [(r, t) for r, t in results if r.verdict.reason == "timeout"]
+    assert len(timed_out) >= 10 and all(t >= 0.9 * BUDGET_S for _, t in timed_out)
+
+
+async def test_no_shedding_before_the_service_time_is_known_or_while_a_slot_is_free():
+    settings = CheckSettings(sentence_budget_s=BUDGET_S, max_checks_global=4, max_checks_per_stream=100)
+    runner = CheckRunner(ScriptedChecker(delay=SERVICE_S), settings)
+    results = await burst(runner, 12)  # cold: nothing learnt yet, nothing shed
+    assert not any(r.verdict.reason == "overload" for r, _ in results)
+    assert not runner.overloaded(0.0)  # every slot free again
+
+
+async def test_slot_wait_and_per_sentence_stage_times_are_observed():
+    waits_before = sample("factcheck_check_slot_wait_seconds_count")
+    stage_before = sample("factcheck_sentence_stage_seconds_count", stage="search")
+
+    class Timed(ScriptedChecker):
+        async def check(self, sentence: Sentence, context: CheckContext) -> SentenceReport:
+            report = await super().check(sentence, context)
+            return report.model_copy(update={"timings_ms": {"search": 12.0, "rerank": 3.0}})
+
+    runner = CheckRunner(Timed(), CheckSettings())
+    checks = runner.for_stream()
+    await asyncio.gather(*(checks.submit(sentence(i), CheckContext()) for i in range(3)))
+    assert sample("factcheck_check_slot_wait_seconds_count") - waits_before == 3
+    assert sample("factcheck_sentence_stage_seconds_count", stage="search") - stage_before == 3
+
+
+def test_unverified_reason_is_a_small_fixed_set():
+    def reason(label: str, why: str | None) -> str:
+        return unverified_reason(Verdict(label=label, reason=why))
+
+    assert reason("attributable", "entailed (p=0.9)") == ""
+    assert reason("unverified", "timeout") == "timeout"
+    assert reason("unverified", "overload") == "overload"
+    assert reason("unverified", "error: ValueError") == "error"
+    assert reason("unverified", "no evidence") == "no_evidence"
+    assert reason("unverified", "no_checker") == "no_checker"
+    assert reason("unverified", "the LLM gave no parsable label") == "other"
