@@ -205,14 +205,20 @@ async def stream_once(session: aiohttp.ClientSession, url: str, body: dict[str, 
     return elapsed, reports
 
 
-async def bench_memory(settings: Settings, token_rate: float, ttft: float, rounds: int) -> None:
-    upstream = SimulatedUpstream(token_rate, ttft)
+async def start_proxy(upstream: DemoUpstream, settings: Settings) -> tuple[list[web.AppRunner], str]:
+    """``upstream`` and the proxy (the assembled pipeline) in front of it, on loopback: the
+    runners to clean up (proxy first) and the proxy's base URL."""
     up_runner, up_port = await start_site(upstream.app(), "127.0.0.1", 0)
     settings = settings.model_copy(update={"upstream": settings.upstream.model_copy(
         update={"url": f"http://127.0.0.1:{up_port}/v1"})})
     app = build_app(settings, checker=build_pipeline_checker(settings))
     runner, port = await start_site(app, "127.0.0.1", 0)
-    url = f"http://127.0.0.1:{port}/v1"
+    return [runner, up_runner], f"http://127.0.0.1:{port}/v1"
+
+
+async def bench_memory(settings: Settings, token_rate: float, ttft: float, rounds: int) -> None:
+    upstream = SimulatedUpstream(token_rate, ttft)
+    runners, url = await start_proxy(upstream, settings)
     all_cases = cases()
     wall: dict[bool, list[float]] = {False: [], True: []}
     stage, signals, flagged, sentences, unverified = [], 0, 0, 0, 0
@@ -240,8 +246,8 @@ async def bench_memory(settings: Settings, token_rate: float, ttft: float, round
                             main_prompt_estimate += sum(len(m["content"]) for m in body["messages"]) // 4
                             closed_prompt_estimate += len(case.question) // 4
     finally:
-        await runner.cleanup()
-        await up_runner.cleanup()
+        for runner in runners:
+            await runner.cleanup()
     tokens, calls, seconds = (now - before for now, before in zip(_memory_metrics(), (tokens0, calls0, seconds0),
                                                                      strict=True))
     requests = rounds * len(all_cases)

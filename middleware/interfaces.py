@@ -27,6 +27,15 @@ class Checker(Protocol):
 
 
 @runtime_checkable
+class Preparer(Protocol):
+    """Optional checker capability: start reading a request's context once (into
+    ``context.prepared``), when the answer starts, so that no check of the request reads it
+    again and the first does not wait for all of it."""
+
+    def prepare(self, context: CheckContext) -> None: ...
+
+
+@runtime_checkable
 class Embedder(Protocol):
     """Sentence embeddings; rows are L2-normalised float32."""
 

@@ -254,3 +254,8 @@ class CheckContext(_Model):
     memory: SkipValidation[_MemoryProbe | None] = Field(
         default=None, exclude=True, description="the request's memory check (a middleware.interfaces.MemoryProbe)"
     )
+    prepared: SkipValidation[dict[str, Any]] = Field(
+        default_factory=dict, exclude=True,
+        description="what the checker read once from the request (the parsed user question), by the checker's "
+        "keys; the copies of the context made per sentence share it (middleware.interfaces.Preparer)",
+    )

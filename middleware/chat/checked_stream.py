@@ -31,6 +31,7 @@ from typing import Any, Generic, Protocol, TypeVar
 
 from middleware.chat.protocol import SentenceEvent, SummaryEvent
 from middleware.checking import CheckRunner, StreamChecks
+from middleware.interfaces import Preparer
 from middleware.metrics import TIME_TO_FIRST_TOKEN
 from middleware.segmenter import StreamSegmenter
 from middleware.types import CheckContext, Mode, Segment, Sentence, SentenceReport, StreamSummary
@@ -103,7 +104,8 @@ class CheckedText:
     """The sentence bookkeeping of one message: ``feed`` text as it arrives and ``flush`` at
     the end; each checkable sentence is numbered, given the sentences before it as context and
     submitted at once. Every task resolves to a report (a timeout or a failure is an
-    ``unverified`` report), recorded in ``reports`` as it finishes."""
+    ``unverified`` report), recorded in ``reports`` as it finishes. The checker reads the
+    request's context once (``prepare``), shared by every sentence's check."""
 
     def __init__(self, runner: CheckRunner, context: CheckContext) -> None:
         self.runner = runner
@@ -112,10 +114,18 @@ class CheckedText:
         self.sentences: list[Sentence] = []
         self.reports: list[SentenceReport] = []
         self._segmenter = StreamSegmenter()
+        self._prepared = False
 
     @property
     def mode(self) -> Mode:
         return self.context.mode
+
+    def prepare(self) -> None:
+        """Let the checker start reading the request's context now (a ``Preparer``: the parsed
+        user question), before the first sentence; once."""
+        if not self._prepared and isinstance(self.runner.checker, Preparer):
+            self.runner.checker.prepare(self.context)
+        self._prepared = True
 
     def feed(self, text: str) -> list[Held]:
         return [self._hold(segment) for segment in self._segmenter.feed(text)] if text else []
@@ -138,6 +148,7 @@ class CheckedText:
     def _hold(self, segment: Segment) -> Held:
         if not segment.checkable:
             return Held(segment)
+        self.prepare()
         sentence = Sentence(index=len(self.sentences), start=segment.start, end=segment.end, text=segment.text,
                             code_spans=segment.code_spans)
         self.sentences.append(sentence)
@@ -230,8 +241,10 @@ class CheckedStream(Generic[T]):
             if self.mode is Mode.OFF:
                 events = self._off()
             elif self.mode is Mode.ANNOTATE:
+                self.text.prepare()  # while the source's first sentence is on its way
                 events = self._drain(self._annotate, _single)
             else:
+                self.text.prepare()
                 events = self._drain(self._correct, self._release)
             async for event in events:
                 yield event

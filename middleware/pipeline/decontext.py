@@ -4,10 +4,14 @@ and evidence is judged ("He moved to Paris in 1891." -> "Marie Curie moved to Pa
 the previous sentence). Optional: an LLM rewrite, guarded against changing the facts.
 
 The result keeps a map back to the original sentence, so spans found in the rewritten
-text (a verdict's claim span) can be reported in the original's offsets."""
+text (a verdict's claim span) can be reported in the original's offsets.
+
+The user's question is read once per request (:func:`prepare_question`): a prompt with pasted
+documents takes a second to parse, and every sentence of the answer reads the same referents."""
 
 from __future__ import annotations
 
+import bisect
 import difflib
 import logging
 from collections.abc import Sequence
@@ -17,8 +21,9 @@ from typing import Protocol, runtime_checkable
 from spacy.tokens import Token
 
 from middleware.evidence.lexical import term_recall, terms
+from middleware.nlp import get_nlp
 from middleware.pipeline.prompts import ChatModel, decontext_messages, parse_rewrite
-from middleware.pipeline.slots import Analysis, analyse
+from middleware.pipeline.slots import Analysis, analyse, analysis_of
 
 log = logging.getLogger(__name__)
 
@@ -38,6 +43,9 @@ _TYPE_NOUNS = {
     "writer": "person", "author": "person", "actor": "person", "actress": "person", "singer": "person",
     "president": "person", "king": "person", "queen": "person", "politician": "person", "artist": "person",
 }  # fmt: skip
+SHARED_PARSE_CHARS = 2000
+"""A question up to this size is parsed through the shared parse cache (``slots.analyse``); a
+longer one (a prompt with documents) is parsed on its own, so its parse is not kept there."""
 _GROUP_OF_LABEL = {
     "PERSON": "person", "ORG": "org", "GPE": "place", "LOC": "place", "FAC": "place", "WORK_OF_ART": "work",
     "PRODUCT": "work", "EVENT": "event", "NORP": "norp", "PROPN": "propn", "LAW": "work",
@@ -80,12 +88,45 @@ class Decontextualised:
         return max(0, min(out_start, len(self.original))), max(0, min(out_end, len(self.original)))
 
 
+@dataclass(frozen=True)
+class _Referent:
+    text: str
+    group: str  # person, org, place, work, event, norp, propn, thing
+    plural: bool
+
+
+@dataclass(frozen=True)
+class PreparedQuestion:
+    """The user's question, read once per request: its text and the referents a pronoun of
+    the answer may point to (oldest first)."""
+
+    text: str
+    referents: tuple[_Referent, ...] = ()
+
+
+def prepare_question(question: str) -> PreparedQuestion:
+    """Parse the question and collect its referents: linear in its length, and CPU-bound
+    (run it in a worker thread when the question is long)."""
+    if not question:
+        return PreparedQuestion(question)
+    analysis = analyse(question) if len(question) <= SHARED_PARSE_CHARS else analysis_of(get_nlp()(question))
+    return PreparedQuestion(question, tuple(_referents(analysis)))
+
+
+UserQuestion = str | PreparedQuestion
+"""The user's question as a decontextualiser takes it: as written, or prepared once per request."""
+
+
+def question_text(question: UserQuestion | None) -> str | None:
+    return question.text if isinstance(question, PreparedQuestion) else question
+
+
 @runtime_checkable
 class Decontextualiser(Protocol):
     name: str
 
     async def decontextualise(
-        self, sentence: str, previous: Sequence[str] = (), question: str | None = None
+        self, sentence: str, previous: Sequence[str] = (), question: UserQuestion | None = None
     ) -> Decontextualised: ...
 
 
@@ -95,16 +136,9 @@ class NoDecontextualiser:
     name = "none"
 
     async def decontextualise(
-        self, sentence: str, previous: Sequence[str] = (), question: str | None = None
+        self, sentence: str, previous: Sequence[str] = (), question: UserQuestion | None = None
     ) -> Decontextualised:
         return Decontextualised(sentence, sentence)
-
-
-@dataclass(frozen=True)
-class _Referent:
-    text: str
-    group: str  # person, org, place, work, event, norp, propn, thing
-    plural: bool
 
 
 class SpacyDecontextualiser:
@@ -118,15 +152,16 @@ class SpacyDecontextualiser:
         self.max_previous = max_previous
 
     async def decontextualise(
-        self, sentence: str, previous: Sequence[str] = (), question: str | None = None
+        self, sentence: str, previous: Sequence[str] = (), question: UserQuestion | None = None
     ) -> Decontextualised:
         return self.resolve(sentence, previous, question)
 
     def resolve(
-        self, sentence: str, previous: Sequence[str] = (), question: str | None = None
+        self, sentence: str, previous: Sequence[str] = (), question: UserQuestion | None = None
     ) -> Decontextualised:
-        context = [*([question] if question else []), *previous[-self.max_previous :]]
-        referents = [r for text in context for r in _referents(analyse(text))]  # oldest first
+        asked = prepare_question(question) if isinstance(question, str) else question
+        referents = [*(asked.referents if asked is not None else ()),
+                     *(r for text in previous[-self.max_previous :] for r in _referents(analyse(text)))]  # oldest first
         last_subject = _subject_referent(analyse(previous[-1])) if previous else None
         if not referents and last_subject is None:
             return Decontextualised(sentence, sentence)
@@ -180,9 +215,10 @@ class LLMDecontextualiser:
         self.fallback = fallback or SpacyDecontextualiser()
 
     async def decontextualise(
-        self, sentence: str, previous: Sequence[str] = (), question: str | None = None
+        self, sentence: str, previous: Sequence[str] = (), question: UserQuestion | None = None
     ) -> Decontextualised:
-        context = "\n".join([*([f"User: {question}"] if question else []), *previous[-3:]])
+        asked = question_text(question)
+        context = "\n".join([*([f"User: {asked}"] if asked else []), *previous[-3:]])
         if not context.strip():
             return Decontextualised(sentence, sentence)
         try:
@@ -201,12 +237,14 @@ class LLMDecontextualiser:
 
 def _referents(analysis: Analysis) -> list[_Referent]:
     """The sentence's entities, then its subject last: the most salient referent is found
-    first when searching from the most recent."""
+    first when searching from the most recent. Linear in the text's length (a question may be
+    a prompt of documents)."""
+    starts = [t.idx for t in analysis.doc]
     out = [
         _Referent(
             _with_article(analysis, s.start, s.text),
             _GROUP_OF_LABEL.get(s.label, "thing"),
-            _plural(analysis, s.end, s.label),
+            _plural(analysis, s.end, s.label, starts),
         )
         for s in analysis.slots
         if s.kind == "entity"
@@ -219,14 +257,18 @@ def _referents(analysis: Analysis) -> list[_Referent]:
 
 def _with_article(analysis: Analysis, start: int, text: str) -> str:
     """'Eiffel Tower' -> 'the Eiffel Tower' when the sentence wrote it with 'the'."""
-    return "the " + text if analysis.text[:start].lower().endswith("the ") else text
+    return "the " + text if analysis.text[max(0, start - 4) : start].lower() == "the " else text
 
 
-def _plural(analysis: Analysis, end: int, label: str) -> bool:
+def _plural(analysis: Analysis, end: int, label: str, starts: Sequence[int] | None = None) -> bool:
+    """Whether the entity ending at ``end`` is plural (its last token's tag); ``starts``: the
+    tokens' offsets, to find that token without scanning the text."""
     if label == "NORP":
         return True
-    token = next((t for t in reversed(analysis.doc) if t.idx < end), None)
-    return token is not None and token.tag_ in ("NNS", "NNPS")
+    if starts is None:
+        starts = [t.idx for t in analysis.doc]
+    last = bisect.bisect_left(starts, end) - 1
+    return last >= 0 and analysis.doc[last].tag_ in ("NNS", "NNPS")
 
 
 def _subject_referent(analysis: Analysis) -> _Referent | None:

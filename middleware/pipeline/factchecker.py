@@ -6,6 +6,8 @@ kept passages → FAVA tags and suggested edits → (correct mode) minimal edit 
 ``summarize`` builds the message's attribution report (≤ M snippets) and auto-AIS.
 
 CPU-bound parsing runs in a worker thread so the event loop keeps streaming other answers.
+What the checks need from the request itself (the user's question, parsed) is read once per
+request (``prepare``) and shared by every sentence's check through ``CheckContext.prepared``.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from middleware.metrics import timed
 from middleware.pipeline.attribution import select_report, unique_passages
 from middleware.pipeline.checkworthy import skipped_verdict
 from middleware.pipeline.cqgen import QuestionGenerator
-from middleware.pipeline.decontext import Decontextualised, Decontextualiser
+from middleware.pipeline.decontext import Decontextualised, Decontextualiser, PreparedQuestion, prepare_question
 from middleware.pipeline.slots import analyse
 from middleware.pipeline.stages import generate_questions, prepare_claim, verify_claim
 from middleware.pipeline.tagging import (
@@ -41,6 +43,13 @@ from middleware.revise.fava import render as render_fava
 from middleware.types import CheckContext, Edit, Mode, Passage, Question, Revision, Sentence, SentenceReport, StreamSummary, Tag
 
 log = logging.getLogger(__name__)
+
+PREPARED_QUESTION = "factchecker.question"
+"""``CheckContext.prepared`` key: the user's question as ``prepare_question`` read it (or the
+task reading it)."""
+INLINE_QUESTION_CHARS = 2000
+"""A user question up to this size is read on the event loop (a few milliseconds); a longer
+one, a prompt with documents, in a worker thread."""
 
 
 class Ranker(Protocol):
@@ -73,13 +82,46 @@ class FactChecker:
     def __init__(self, parts: PipelineParts) -> None:
         self.parts = parts
 
+    # ------------------------------------------------------------------ prepare
+    def prepare(self, context: CheckContext) -> None:
+        """Start reading the request's user question once for all its checks (``Preparer``):
+        in a worker thread when it is long, so the answer's first sentences need not wait."""
+        self._question_reading(context)
+
+    @staticmethod
+    def _question_reading(context: CheckContext) -> PreparedQuestion | asyncio.Task[PreparedQuestion] | None:
+        question = context.user_message
+        if not question:
+            return None
+        reading = context.prepared.get(PREPARED_QUESTION)
+        if reading is None:
+            if len(question) <= INLINE_QUESTION_CHARS:
+                reading = prepare_question(question)
+            else:
+                reading = asyncio.ensure_future(asyncio.to_thread(prepare_question, question))
+                reading.add_done_callback(_retrieve)
+            context.prepared[PREPARED_QUESTION] = reading
+        return reading
+
+    async def _question(self, context: CheckContext, timings: dict[str, float]) -> PreparedQuestion | None:
+        """The request's question as read once; a check that must wait for the reading times
+        the wait as its ``prepare`` stage (a wait does not cancel the reading)."""
+        reading = self._question_reading(context)
+        if not isinstance(reading, asyncio.Task):
+            return reading
+        if not reading.done():
+            with timed("prepare", timings):
+                await asyncio.shield(reading)
+        return reading.result()
+
     # ------------------------------------------------------------------ check
     async def check(self, sentence: Sentence, context: CheckContext) -> SentenceReport:
         started = time.perf_counter()
         timings: dict[str, float] = {}
         text = _without_code(sentence)
         await asyncio.to_thread(analyse, text)  # the parse is the costly part; later stages hit the cache
-        claim = await prepare_claim(text, context, self.parts.decontext, timings)
+        question = await self._question(context, timings)
+        claim = await prepare_claim(text, context, self.parts.decontext, timings, question)
         if not claim.worthiness.checkworthy:
             # Value judgements and hedged opinions ("I think ...") hold no universal truth: FAVA 'subjective'.
             opinion = claim.worthiness.subjective or claim.worthiness.reason == "hedged"
@@ -229,6 +271,12 @@ class FactChecker:
         }
         attr = float(np.mean([v.scores.get("attributable", 0.0) for v in verdicts]))
         return alignment, attr
+
+
+def _retrieve(task: asyncio.Task[PreparedQuestion]) -> None:
+    """A reading that failed with no check left to await it is not an unretrieved error."""
+    if not task.cancelled():
+        task.exception()
 
 
 def _without_code(sentence: Sentence) -> str:

@@ -1,7 +1,8 @@
 """The per-sentence stages the checker runs, each timed into ``middleware.metrics``:
 ``claims`` (check-worthiness + decontextualisation + slot parse), ``questions`` (CQGen)
-and ``verify``. Spans produced on the decontextualised text are mapped back to the
-sentence as written."""
+and ``verify`` (``prepare``, in ``FactChecker``, is a check's wait for its request's one-time
+reading of the user's question, when that is not done yet). Spans produced on the
+decontextualised text are mapped back to the sentence as written."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from dataclasses import dataclass
 from middleware.metrics import timed
 from middleware.pipeline.checkworthy import Worthiness, assess
 from middleware.pipeline.cqgen import QuestionGenerator
-from middleware.pipeline.decontext import Decontextualised, Decontextualiser
+from middleware.pipeline.decontext import Decontextualised, Decontextualiser, UserQuestion
 from middleware.pipeline.slots import Analysis, analyse
 from middleware.pipeline.verifiers import DetailedVerdict, Verifier
 from middleware.types import CheckContext, Passage, Question
@@ -40,13 +41,17 @@ async def prepare_claim(
     context: CheckContext,
     decontextualiser: Decontextualiser,
     timings: dict[str, float] | None = None,
+    question: UserQuestion | None = None,
 ) -> Claim:
-    """Stage 'claims'. A sentence that is not check-worthy is not rewritten."""
+    """Stage 'claims'. A sentence that is not check-worthy is not rewritten. ``question``: the
+    user's question as the request prepared it once (default: ``context.user_message``, read
+    here)."""
     with timed("claims", timings):
         worthiness = assess(sentence)
         if not worthiness.checkworthy:
             return Claim(sentence, worthiness, Decontextualised(sentence, sentence))
-        rewritten = await decontextualiser.decontextualise(sentence, context.previous, context.user_message)
+        asked = question if question is not None else context.user_message
+        rewritten = await decontextualiser.decontextualise(sentence, context.previous, asked)
         analyse(rewritten.text)  # parse once here; later stages hit the cache
         return Claim(sentence, worthiness, rewritten)
 

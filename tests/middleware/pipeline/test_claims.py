@@ -6,8 +6,13 @@ import pytest
 
 from middleware.pipeline.checkworthy import assess, skipped_verdict
 from middleware.pipeline.cqgen import SlotQuestionGenerator, dedupe
-from middleware.pipeline.decontext import NoDecontextualiser, SpacyDecontextualiser
-from middleware.pipeline.slots import analyse, analyse_many, slots_agree
+from middleware.pipeline.decontext import (
+    SHARED_PARSE_CHARS,
+    NoDecontextualiser,
+    SpacyDecontextualiser,
+    prepare_question,
+)
+from middleware.pipeline.slots import _CACHE, analyse, analyse_many, slots_agree
 from middleware.pipeline.stages import generate_questions, prepare_claim
 from middleware.types import CheckContext, Question
 
@@ -168,3 +173,19 @@ async def test_stages_time_and_map_back() -> None:
     assert set(timings) == {"claims", "questions"}
     skipped = await prepare_claim("Hello there!", context, NoDecontextualiser())
     assert not skipped.worthiness.checkworthy and skipped.text == "Hello there!"
+
+
+def test_a_prepared_question_rewrites_as_the_question_itself() -> None:
+    """The question read once per request (a prompt of pasted documents, longer than the
+    shared parse cache takes) gives every sentence the rewrite the raw question gives."""
+    documents = " ".join(["The Eiffel Tower is in Paris. The Beatles were a band from Liverpool."] * 40)
+    prompt = f"{documents}\n\nTell me about Marie Curie."
+    assert len(prompt) > SHARED_PARSE_CHARS
+    prepared = prepare_question(prompt)
+    assert prompt not in _CACHE  # a long prompt's parse is not kept in the shared cache
+    decontext = SpacyDecontextualiser()
+    for sentence, previous in (("She won two Nobel Prizes.", []), ("They released an album.", []),
+                               ("It is 330 metres tall.", ["Paris is in France."])):
+        assert decontext.resolve(sentence, previous, prepared) == decontext.resolve(sentence, previous, prompt)
+    assert decontext.resolve("She won two Nobel Prizes.", [], prepared).text == "Marie Curie won two Nobel Prizes."
+    assert prepare_question("").referents == ()

@@ -3,6 +3,7 @@ edits in message offsets, decontextualisation, the attribution report, and the p
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 import pytest
@@ -13,8 +14,12 @@ from middleware.evidence.relevance import RelevanceRanker
 from middleware.evidence.source import LocalIndexSource
 from middleware.pipeline.alignment import Aligner
 from middleware.pipeline.cqgen import SlotQuestionGenerator
-from middleware.pipeline.decontext import SpacyDecontextualiser
-from middleware.pipeline.factchecker import FactChecker, PipelineParts
+from middleware.chat.checked_stream import check_answer
+from middleware.checking import CheckRunner
+from middleware.pipeline import factchecker as factchecker_module
+from middleware.pipeline.decontext import PreparedQuestion, SpacyDecontextualiser, prepare_question
+from middleware.pipeline.factchecker import INLINE_QUESTION_CHARS, FactChecker, PipelineParts
+from middleware.settings import load_settings
 from middleware.pipeline.verifiers import SlotsVerifier
 from middleware.types import CheckContext, Mode, Passage, Sentence
 from tests.support.evidence_doubles import HashEmbedder
@@ -164,3 +169,24 @@ async def test_correct_mode_edits_minimally_and_renders_fava(tmp_path_factory):
     edit = report.edits[0]
     assert (message[edit.start : edit.end], edit.replacement) == ("1915", "1911")
     assert report.fava == "Marie Curie won the Nobel Prize in Chemistry in <entity><delete>1915</delete><mark>1911</mark></entity>."
+
+
+@pytest.mark.parametrize("pasted", [0, 80], ids=["short question", "prompt with documents"])
+async def test_the_user_question_is_read_once_per_request(checker, monkeypatch, pasted):
+    """Every sentence's check shares the request's one reading of the user's question (in a
+    worker thread when it is a long prompt), started when the answer starts: the per-sentence
+    claims stage does not re-read the prompt."""
+    readings: list[tuple[str, bool]] = []
+
+    def counting(question: str) -> PreparedQuestion:
+        readings.append((question, threading.current_thread() is threading.main_thread()))
+        return prepare_question(question)
+
+    monkeypatch.setattr(factchecker_module, "prepare_question", counting)
+    question = " ".join(["Mount Everest is 8,849 metres tall."] * pasted + ["Tell me about Marie Curie."])
+    answer = "She was born in Warsaw on 7 November 1867. She won the Nobel Prize in Physics in 1903. She died in 1934."
+    runner = CheckRunner(checker, load_settings(**{"check.sentence_budget_s": 30}).check)
+    checked = await check_answer(runner, answer, CheckContext(user_message=question))
+    assert readings == [(question, len(question) <= INLINE_QUESTION_CHARS)]  # a long prompt: in a worker thread
+    assert (len(question) > INLINE_QUESTION_CHARS) == bool(pasted)
+    assert [r.verdict.label for r in checked.reports] == ["attributable"] * 3  # 'She' resolved from the question
