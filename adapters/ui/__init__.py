@@ -1,5 +1,10 @@
 """The browser UI: a static single page (index.html, app.js, style.css; no build step) that
-talks to the proxy's websocket ``/v1/ws``. The proxy serves it at ``/`` and ``/ui/``."""
+talks to the proxy's websocket ``/v1/ws``. The proxy serves it at ``/`` and ``/ui/``.
+
+The page is told the largest message the proxy accepts (``data-max-message-bytes`` on its
+body): the request body limit ``server.max_body_bytes``, which is also the websocket's
+``max_msg_size``, so the page can refuse an oversized question with the server's own words
+instead of sending it and losing the connection."""
 
 from __future__ import annotations
 
@@ -23,8 +28,14 @@ _HEADERS = {
 _ASSETS = {"app.js": "text/javascript", "style.css": "text/css"}
 
 
-async def _index(request: web.Request) -> web.FileResponse:
-    return web.FileResponse(UI_DIR / "index.html", headers=_HEADERS)
+_LIMIT_SLOT = 'data-max-message-bytes=""'
+
+
+async def _index(request: web.Request) -> web.Response:
+    # The app's client_max_size is server.max_body_bytes (middleware.server.app.create_app).
+    page = (UI_DIR / "index.html").read_text(encoding="utf-8")
+    page = page.replace(_LIMIT_SLOT, f'data-max-message-bytes="{int(request.client_max_size)}"', 1)
+    return web.Response(text=page, content_type="text/html", charset="utf-8", headers=_HEADERS)
 
 
 async def _asset(request: web.Request) -> web.FileResponse:
