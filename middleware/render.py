@@ -81,6 +81,22 @@ def reports_table(reports: Sequence[SentenceReport]) -> Table:
     return table
 
 
+def attribution_text(summary: StreamSummary) -> Text:
+    """The attribution report: each passage with the sentences it supports and contradicts."""
+    text = Text()
+    links = {(link.provider, link.passage_id): link for link in summary.attribution_links}
+    for passage in summary.attribution_report:
+        link = links.get((passage.provider, passage.id))
+        text.append(f"{passage.title or passage.source}", style="bold")
+        if link is not None and link.supports:
+            text.append(f"  supports #{', #'.join(map(str, link.supports))}", style="green")
+        if link is not None and link.contradicts:
+            text.append(f"  contradicts #{', #'.join(map(str, link.contradicts))}", style="red")
+        snippet = " ".join(passage.text.split())
+        text.append(f"\n   {snippet[:160]}{'...' if len(snippet) > 160 else ''}\n", style="dim")
+    return text
+
+
 def print_checked(
     message: str,
     reports: Sequence[SentenceReport],
@@ -98,4 +114,6 @@ def print_checked(
         if summary.attr_auto is not None:
             line += f"   auto-AIS: {summary.attr_auto:.2f}"
         parts.append(Text(line, style="bold"))
+        if summary.attribution_report:
+            parts += [Text("attribution report:", style="bold"), attribution_text(summary)]
     console.print(Group(*parts))

@@ -220,12 +220,30 @@ class SentenceReport(_Model):
     timings_ms: dict[str, float] = Field(default_factory=dict, description="stage -> milliseconds")
 
 
+class AttributionLink(_Model):
+    """What one passage of the attribution report does for the message: the sentences whose
+    verdict it decided, supporting or contradicting them."""
+
+    passage_id: str = Field(description="the passage's id (its provider's)")
+    provider: str
+    supports: list[int] = Field(default_factory=list, description="indices of the sentences it supports")
+    contradicts: list[int] = Field(default_factory=list, description="indices of the sentences it contradicts")
+
+
 class StreamSummary(_Model):
     """Sent once per message, before ``[DONE]`` (or in the non-stream response)."""
 
     sentences: int
     verdicts: dict[str, int]
-    attribution_report: list[Passage] = Field(default_factory=list, description="<= 5 snippets (RARR)")
+    attribution_report: list[Passage] = Field(
+        default_factory=list,
+        description="<= 5 snippets (RARR), each supporting or contradicting at least one sentence, in the order of "
+        "the first sentence each decides",
+    )
+    attribution_links: list[AttributionLink] = Field(
+        default_factory=list, description="one per attribution_report passage, in its order: the sentences it "
+        "supports and contradicts",
+    )
     alignment: dict[int, list[str]] = Field(
         default_factory=dict, description="sentence index -> ids of report passages supporting it"
     )

@@ -107,10 +107,10 @@ class CheckedText:
     ``unverified`` report), recorded in ``reports`` as it finishes. The checker reads the
     request's context once (``prepare``), shared by every sentence's check."""
 
-    def __init__(self, runner: CheckRunner, context: CheckContext) -> None:
+    def __init__(self, runner: CheckRunner, context: CheckContext, whole_answer: bool = False) -> None:
         self.runner = runner
         self.context = context
-        self.checks: StreamChecks = runner.for_stream()
+        self.checks: StreamChecks = runner.for_stream(whole_answer)
         self.sentences: list[Sentence] = []
         self.reports: list[SentenceReport] = []
         self._segmenter = StreamSegmenter()
@@ -202,7 +202,7 @@ async def check_answer(runner: CheckRunner, text: str, context: CheckContext) ->
     out: list[str] = []
     reports: list[SentenceReport] = []
     summary = None
-    async for event in CheckedStream(TextSource(text), runner, context).run():
+    async for event in CheckedStream(TextSource(text), runner, context, whole_answer=True).run():
         if isinstance(event, Forward | Text):
             out.append(event.item if isinstance(event, Forward) else event.text)
         elif isinstance(event, SentenceEvent):
@@ -224,13 +224,15 @@ class _Release:
 
 class CheckedStream(Generic[T]):
     """One answer from ``source`` checked in ``context.mode``. ``run()`` is read once;
-    stopping early (or cancelling the reader) cancels the pending checks."""
+    stopping early (or cancelling the reader) cancels the pending checks. ``whole_answer``:
+    the source gives the answer at once (its checks' budgets start when each gets a slot,
+    see ``StreamChecks``)."""
 
     def __init__(self, source: AnswerSource[T], runner: CheckRunner, context: CheckContext,
-                 started_at: float | None = None) -> None:
+                 started_at: float | None = None, whole_answer: bool = False) -> None:
         self.source = source
         self.mode = context.mode
-        self.text = CheckedText(runner, context)
+        self.text = CheckedText(runner, context, whole_answer)
         self.started_at = started_at if started_at is not None else time.perf_counter()
         self.first_content_at: float | None = None
         self.answer_done_at: float | None = None

@@ -3,7 +3,8 @@
 check-worthiness → decontextualisation → verification questions (CQGen) → search every
 evidence source per question → rank, keep top-J per question → verify the claim against the
 kept passages → FAVA tags and suggested edits → (correct mode) minimal edit → report.
-``summarize`` builds the message's attribution report (≤ M snippets) and auto-AIS.
+``summarize`` builds the message's attribution report (≤ M snippets, each supporting or
+contradicting a sentence) and auto-AIS from the reports.
 
 CPU-bound parsing runs in a worker thread so the event loop keeps streaming other answers.
 What the checks need from the request itself (the user's question, parsed) is read once per
@@ -19,12 +20,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-import numpy as np
 
 from middleware.evidence.context_source import sources_for_policy
 from middleware.interfaces import Embedder, EvidenceSource
 from middleware.metrics import timed
-from middleware.pipeline.attribution import select_report, unique_passages
+from middleware.pipeline.attribution import attribution_report, unique_passages
 from middleware.pipeline.checkworthy import skipped_verdict
 from middleware.pipeline.cqgen import QuestionGenerator
 from middleware.pipeline.decontext import Decontextualised, Decontextualiser, PreparedQuestion, prepare_question
@@ -239,38 +239,17 @@ class FactChecker:
 
     # ------------------------------------------------------------------ summary
     async def summarize(self, reports: Sequence[SentenceReport], mode: Mode) -> StreamSummary:
+        """Verdict counts, the attribution report (the passages that decided a sentence's
+        verdict, each linked to its sentences, chosen to cover the claims' questions) and
+        auto-AIS, read from the reports: nothing is searched or verified again."""
         verdicts: dict[str, int] = {}
         for report in reports:
             verdicts[report.verdict.label] = verdicts.get(report.verdict.label, 0) + 1
-        questions = [q.text for r in reports for q in r.questions]
-        candidates = unique_passages([r.evidence for r in reports])
-        chosen = await self._select(questions, candidates)
-        alignment, attr = await self._align(reports, chosen)
+        attribution = attribution_report(reports, self.parts.report_size)
         edits = [e for r in reports for e in r.edits] if mode is Mode.CORRECT else []
-        return StreamSummary(sentences=len(reports), verdicts=verdicts, attribution_report=chosen,
-                             alignment=alignment, attr_auto=attr, edits=edits, mode=mode)
-
-    async def _select(self, questions: list[str], candidates: list[Passage]) -> list[Passage]:
-        m = self.parts.report_size
-        if len(candidates) <= m or self.parts.embedder is None:
-            return candidates[:m]
-        vectors = await self.parts.embedder.embed(questions + [p.text for p in candidates])
-        relevance = vectors[: len(questions)] @ vectors[len(questions) :].T
-        return [candidates[j] for j in select_report(np.asarray(relevance), m)]
-
-    async def _align(
-        self, reports: Sequence[SentenceReport], chosen: list[Passage]
-    ) -> tuple[dict[int, list[str]], float | None]:
-        checked = [r for r in reports if r.verdict.label in ("attributable", "contradictory", "extrapolatory")]
-        if not checked or not chosen:
-            return {}, None
-        verdicts = await asyncio.gather(*(self.parts.verifier.verify(r.text, chosen) for r in checked))
-        alignment = {
-            r.index: [v.evidence_id] for r, v in zip(checked, verdicts, strict=True)
-            if v.label == "attributable" and v.evidence_id
-        }
-        attr = float(np.mean([v.scores.get("attributable", 0.0) for v in verdicts]))
-        return alignment, attr
+        return StreamSummary(sentences=len(reports), verdicts=verdicts, attribution_report=attribution.passages,
+                             attribution_links=attribution.links, alignment=attribution.alignment,
+                             attr_auto=attribution.attr_auto, edits=edits, mode=mode)
 
 
 def _retrieve(task: asyncio.Task[PreparedQuestion]) -> None:

@@ -3,6 +3,7 @@ edits in message offsets, decontextualisation, the attribution report, and the p
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from pathlib import Path
 
@@ -113,16 +114,59 @@ async def test_request_context_only_policy_searches_nothing_else(checker):
     assert report.verdict.label == "contradictory"
 
 
-async def test_summary_has_attribution_report_and_auto_ais(checker):
+async def test_the_attribution_report_holds_only_passages_that_decided_a_sentence(checker):
     texts = ["Marie Curie was born in Warsaw on 7 November 1867.", "Mount Everest is 8,849 metres tall.",
-             "The Eiffel Tower stands in Paris."]
-    reports = [await checker.check(Sentence(index=i, start=0, end=len(t), text=t), CheckContext())
+             "The Eiffel Tower stands in Paris.", "Marie Curie won the Nobel Prize in Chemistry in 1915."]
+    distractor = Passage(id="unix", provider="context", source="messages[0] (system)",
+                         text="Unix is an operating system developed at Bell Labs; it is taught in Warsaw and in Paris.")
+    context = CheckContext(request_passages=[distractor])  # searched beside the index
+    reports = [await checker.check(Sentence(index=i, start=0, end=len(t), text=t), context)
                for i, t in enumerate(texts)]
     summary = await checker.summarize(reports, Mode.ANNOTATE)
-    assert summary.sentences == 3
-    assert 1 <= len(summary.attribution_report) <= 5
-    assert summary.attr_auto is not None and 0.0 <= summary.attr_auto <= 1.0
-    assert summary.alignment  # at least one sentence aligned to a report snippet
+    assert summary.sentences == 4
+    assert [r.verdict.label for r in reports] == ["attributable"] * 3 + ["contradictory"]
+    sources = {p.id: p.source.rsplit("/", 1)[-1] for p in summary.attribution_report}
+    links = {link.passage_id: (link.supports, link.contradicts) for link in summary.attribution_links}
+    assert sorted((sources[i], links[i]) for i in links) == [
+        ("curie.md", ([0], [3])), ("eiffel.md", ([2], [])), ("everest.md", ([1], []))]
+    # the ranker kept the distractor (top 2 per question) for the sentences about Warsaw and Paris: it decided nothing
+    assert [i for i, r in enumerate(reports) if "unix" in {p.id for p in r.evidence}] == [0, 2]
+    assert "unix" not in sources
+    assert summary.alignment == {i: [reports[i].verdict.evidence_id] for i in range(3)}
+    assert summary.attr_auto is not None and 0.5 < summary.attr_auto <= 1.0
+
+
+class Loaded:
+    """The pipeline on a loaded machine: every check takes ``delay`` longer."""
+
+    def __init__(self, inner: FactChecker, delay: float) -> None:
+        self.inner = inner
+        self.delay = delay
+
+    async def check(self, sentence, context):
+        await asyncio.sleep(self.delay)
+        return await self.inner.check(sentence, context)
+
+    async def summarize(self, reports, mode):
+        return await self.inner.summarize(reports, mode)
+
+
+async def test_a_non_stream_answer_gets_the_report_a_stream_gets(make_proxy, checker):
+    """The sentences of a non-stream answer come at once and queue for the stream's check
+    slots; that wait no longer counts against each sentence's budget, so they are checked
+    (not 'unverified: timeout') and the summary has its attribution report."""
+    answer = ("Marie Curie was born in Warsaw on 7 November 1867. Mount Everest is 8,849 metres tall. "
+              "The Eiffel Tower stands in Paris. Marie Curie won the Nobel Prize in Chemistry in 1915.")
+    proxy = await make_proxy(Loaded(checker, 0.3), **{"check.sentence_budget_s": 1.0, "check.max_checks_per_stream": 1})
+    client = AsyncOpenAI(base_url=proxy.url, api_key="sk-test", max_retries=0)
+    completion = await client.chat.completions.create(
+        model="m", messages=[{"role": "user", "content": "Tell me facts"}], extra_body={"mock": {"text": answer}})
+    factcheck = (completion.model_extra or {})["factcheck"]
+    labels = [r["verdict"]["label"] for r in factcheck["reports"]]
+    assert labels == ["attributable"] * 3 + ["contradictory"]  # four checks in a row: 1.2 s > the 1 s budget
+    assert sorted(p["source"] for p in factcheck["summary"]["attribution_report"]) == ["curie.md", "eiffel.md",
+                                                                                       "everest.md"]
+    assert [link["contradicts"] for link in factcheck["summary"]["attribution_links"] if link["contradicts"]] == [[3]]
 
 
 async def test_proxy_with_the_pipeline_annotates_a_stream(make_proxy, checker):
