@@ -7,7 +7,8 @@ from typing import Any
 
 import aiohttp
 
-from middleware.types import CheckContext, Edit, Sentence, SentenceReport, Tag, Verdict
+from middleware.checking import basic_summary
+from middleware.types import CheckContext, Edit, Mode, Passage, Sentence, SentenceReport, StreamSummary, Tag, Verdict
 
 
 class ScriptedChecker:
@@ -48,6 +49,22 @@ class ScriptedChecker:
             index=sentence.index, start=sentence.start, end=sentence.end, text=sentence.text,
             verdict=Verdict(label="attributable", scores={"attributable": 1.0}),
         )
+
+
+class CitingChecker(ScriptedChecker):
+    """A ScriptedChecker whose every report cites the one ``PASSAGE`` (a response repeats it,
+    so the proxy sends its text once) and whose summary reports it."""
+
+    PASSAGE = Passage(id="curie-1", provider="index", source="/srv/corpus/marie-curie.md", title="Marie Curie",
+                      text="Marie Curie won the Nobel Prize in Physics in 1903 and in Chemistry in 1911.")
+
+    async def check(self, sentence: Sentence, context: CheckContext) -> SentenceReport:
+        report = await super().check(sentence, context)
+        verdict = report.verdict.model_copy(update={"evidence_id": self.PASSAGE.id})
+        return report.model_copy(update={"evidence": [self.PASSAGE], "verdict": verdict})
+
+    async def summarize(self, reports: list[SentenceReport], mode: Mode) -> StreamSummary:
+        return basic_summary(reports, mode).model_copy(update={"attribution_report": [self.PASSAGE]})
 
 
 class TokenizingChecker(ScriptedChecker):
