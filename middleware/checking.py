@@ -8,7 +8,6 @@ import asyncio
 import logging
 import time
 from collections.abc import Sequence
-from contextlib import nullcontext
 from typing import Protocol, runtime_checkable
 
 from middleware.interfaces import Checker
@@ -106,8 +105,8 @@ class CheckRunner:
         else:
             self.service_s += SERVICE_TIME_WEIGHT * (seconds - self.service_s)
 
-    def for_stream(self, whole_answer: bool = False) -> StreamChecks:
-        return StreamChecks(self, whole_answer)
+    def for_stream(self, budget_s: float | None = None) -> StreamChecks:
+        return StreamChecks(self, budget_s)
 
     async def summarize(self, reports: Sequence[SentenceReport], mode: Mode) -> StreamSummary:
         ordered = sorted(reports, key=lambda r: r.index)
@@ -132,18 +131,13 @@ class CheckRunner:
 
 
 class StreamChecks:
-    """The checks of one stream. ``submit`` returns a task that always resolves to a report.
+    """The checks of one stream. ``submit`` returns a task that always resolves to a report;
+    each check has ``budget_s`` (default: the per-sentence budget) from its submission."""
 
-    A sentence's budget runs from its submission: in a stream, the wait for one of the
-    stream's slots delays its report. For a ``whole_answer`` (a non-stream completion, a
-    text), whose sentences all come at once, it runs from when the check gets its slot: that
-    wait is the answer's own queue, which a streamed answer's sentences, arriving one by one,
-    mostly do not see (otherwise the later sentences of a non-stream answer timed out)."""
-
-    def __init__(self, runner: CheckRunner, whole_answer: bool = False) -> None:
+    def __init__(self, runner: CheckRunner, budget_s: float | None = None) -> None:
         self._runner = runner
         self._local = asyncio.Semaphore(runner.settings.max_checks_per_stream)
-        self.whole_answer = whole_answer
+        self.budget_s = budget_s if budget_s is not None else runner.settings.sentence_budget_s
         self.tasks: list[asyncio.Task[SentenceReport]] = []
 
     def submit(self, sentence: Sentence, context: CheckContext) -> asyncio.Task[SentenceReport]:
@@ -153,13 +147,11 @@ class StreamChecks:
 
     async def _run(self, sentence: Sentence, context: CheckContext) -> SentenceReport:
         t0 = time.perf_counter()
-        budget = self._runner.settings.sentence_budget_s
-        outside, inside = (self._local, nullcontext()) if self.whole_answer else (nullcontext(), self._local)
+        budget = self.budget_s
         try:
-            async with outside:
-                budgeted = time.perf_counter()
-                async with asyncio.timeout(budget), inside:
-                    report = await self._check_in_slot(sentence, context, budget - (time.perf_counter() - budgeted))
+            async with asyncio.timeout(budget):
+                async with self._local:
+                    report = await self._check_in_slot(sentence, context, budget - (time.perf_counter() - t0))
         except TimeoutError:
             report = unverified_report(sentence, "timeout")
         except asyncio.CancelledError:

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import time
 from collections.abc import AsyncIterator, Callable, Coroutine
 from dataclasses import dataclass
@@ -33,7 +34,7 @@ from middleware.chat.protocol import SentenceEvent, SummaryEvent
 from middleware.checking import CheckRunner, StreamChecks
 from middleware.interfaces import Preparer
 from middleware.metrics import TIME_TO_FIRST_TOKEN
-from middleware.segmenter import StreamSegmenter
+from middleware.segmenter import StreamSegmenter, segment_text
 from middleware.types import CheckContext, Mode, Segment, Sentence, SentenceReport, StreamSummary
 
 log = logging.getLogger(__name__)
@@ -107,10 +108,10 @@ class CheckedText:
     ``unverified`` report), recorded in ``reports`` as it finishes. The checker reads the
     request's context once (``prepare``), shared by every sentence's check."""
 
-    def __init__(self, runner: CheckRunner, context: CheckContext, whole_answer: bool = False) -> None:
+    def __init__(self, runner: CheckRunner, context: CheckContext, budget_s: float | None = None) -> None:
         self.runner = runner
         self.context = context
-        self.checks: StreamChecks = runner.for_stream(whole_answer)
+        self.checks: StreamChecks = runner.for_stream(budget_s)
         self.sentences: list[Sentence] = []
         self.reports: list[SentenceReport] = []
         self._segmenter = StreamSegmenter()
@@ -197,12 +198,26 @@ class CheckedAnswer:
     summary: StreamSummary | None
 
 
+def whole_answer_budget(runner: CheckRunner, text: str) -> float:
+    """Each check's budget when a complete answer is checked at once: the per-sentence budget
+    for every wave of ``max_checks_per_stream`` sentences. All its sentences are submitted
+    together, so they wait for the answer's check slots and share the CPU, where a streamed
+    answer's sentences arrive one by one; with the per-sentence budget alone a non-stream
+    answer's sentences timed out (and its attribution report was empty) on a busy machine.
+    The answer still waits at most as long as if each wave had taken its whole budget."""
+    sentences = sum(1 for segment in segment_text(text) if segment.checkable)
+    settings = runner.settings
+    return settings.sentence_budget_s * max(1, math.ceil(sentences / settings.max_checks_per_stream))
+
+
 async def check_answer(runner: CheckRunner, text: str, context: CheckContext) -> CheckedAnswer:
-    """Check a complete text through the same checked stream as a streamed answer."""
+    """Check a complete text through the same checked stream as a streamed answer, with the
+    budget of a whole answer (``whole_answer_budget``)."""
     out: list[str] = []
     reports: list[SentenceReport] = []
     summary = None
-    async for event in CheckedStream(TextSource(text), runner, context, whole_answer=True).run():
+    checked = CheckedStream(TextSource(text), runner, context, budget_s=whole_answer_budget(runner, text))
+    async for event in checked.run():
         if isinstance(event, Forward | Text):
             out.append(event.item if isinstance(event, Forward) else event.text)
         elif isinstance(event, SentenceEvent):
@@ -224,15 +239,14 @@ class _Release:
 
 class CheckedStream(Generic[T]):
     """One answer from ``source`` checked in ``context.mode``. ``run()`` is read once;
-    stopping early (or cancelling the reader) cancels the pending checks. ``whole_answer``:
-    the source gives the answer at once (its checks' budgets start when each gets a slot,
-    see ``StreamChecks``)."""
+    stopping early (or cancelling the reader) cancels the pending checks. ``budget_s``: each
+    check's budget (default: the per-sentence budget; see ``whole_answer_budget``)."""
 
     def __init__(self, source: AnswerSource[T], runner: CheckRunner, context: CheckContext,
-                 started_at: float | None = None, whole_answer: bool = False) -> None:
+                 started_at: float | None = None, budget_s: float | None = None) -> None:
         self.source = source
         self.mode = context.mode
-        self.text = CheckedText(runner, context, whole_answer)
+        self.text = CheckedText(runner, context, budget_s)
         self.started_at = started_at if started_at is not None else time.perf_counter()
         self.first_content_at: float | None = None
         self.answer_done_at: float | None = None

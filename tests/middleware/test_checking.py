@@ -111,13 +111,13 @@ def test_unverified_reason_is_a_small_fixed_set():
     assert reason("unverified", "the LLM gave no parsable label") == "other"
 
 
-async def test_a_whole_answers_checks_do_not_spend_their_budget_queued_behind_each_other():
-    """Sentences that come at once (a non-stream answer) queue for the answer's own slots;
-    the budget runs from each check's slot. In a stream the queue counts: the report is late."""
+async def test_a_stream_of_checks_can_have_its_own_budget():
+    """A whole answer's checks (all submitted at once) get a budget of their own
+    (``checked_stream.whole_answer_budget``); the per-sentence budget stays the default."""
     settings = CheckSettings(sentence_budget_s=0.35, max_checks_global=64, max_checks_per_stream=1)
     runner = CheckRunner(ScriptedChecker(delay=0.15), settings)
-    whole, streamed = runner.for_stream(whole_answer=True), runner.for_stream()
+    whole, streamed = runner.for_stream(budget_s=4 * 0.35), runner.for_stream()
     answers = await asyncio.gather(asyncio.gather(*(whole.submit(sentence(i), CheckContext()) for i in range(4))),
                                    asyncio.gather(*(streamed.submit(sentence(i), CheckContext()) for i in range(4))))
     assert [r.verdict.label for r in answers[0]] == ["attributable"] * 4
-    assert [r.verdict.reason for r in answers[1]] == [None, None, "timeout", "timeout"]
+    assert [r.verdict.reason for r in answers[1]] == [None, None, "timeout", "timeout"]  # queued past 0.35 s

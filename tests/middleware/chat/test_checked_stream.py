@@ -1,9 +1,9 @@
 """The checked stream's own duties, whatever the face: the checker reads the request's
-context once, when the answer starts."""
+context once, when the answer starts; a whole answer's checks have the budget of the answer."""
 
 from __future__ import annotations
 
-from middleware.chat.checked_stream import CheckedStream, CheckedText, TextSource
+from middleware.chat.checked_stream import CheckedStream, CheckedText, TextSource, whole_answer_budget
 from middleware.checking import CheckRunner
 from middleware.settings import CheckSettings
 from middleware.types import CheckContext, Mode, Sentence, SentenceReport
@@ -53,3 +53,11 @@ async def test_a_checker_that_prepares_nothing_is_checked_as_before():
     plain.feed("Curie was born in 1867. She died in 1934.")
     plain.flush()
     assert [r.verdict.label for r in await plain.wait()] == ["attributable", "attributable"]
+
+
+def test_a_whole_answer_has_the_budget_of_its_waves_of_checks():
+    runner = CheckRunner(ScriptedChecker(), CheckSettings(sentence_budget_s=1.5, max_checks_per_stream=4))
+    four = "One is here. Two is here. Three is here. Four is here."
+    assert whole_answer_budget(runner, four) == 1.5
+    assert whole_answer_budget(runner, four + " Five is here.") == 3.0
+    assert whole_answer_budget(runner, "## A heading only\n") == 1.5

@@ -152,9 +152,10 @@ class Loaded:
 
 
 async def test_a_non_stream_answer_gets_the_report_a_stream_gets(make_proxy, checker):
-    """The sentences of a non-stream answer come at once and queue for the stream's check
-    slots; that wait no longer counts against each sentence's budget, so they are checked
-    (not 'unverified: timeout') and the summary has its attribution report."""
+    """The sentences of a non-stream answer come at once: they queue for the stream's check
+    slots and share the machine. Their budget is the answer's (the per-sentence budget per
+    wave of concurrent checks), so they are checked, not 'unverified: timeout', and the
+    summary has its attribution report."""
     answer = ("Marie Curie was born in Warsaw on 7 November 1867. Mount Everest is 8,849 metres tall. "
               "The Eiffel Tower stands in Paris. Marie Curie won the Nobel Prize in Chemistry in 1915.")
     proxy = await make_proxy(Loaded(checker, 0.3), **{"check.sentence_budget_s": 1.0, "check.max_checks_per_stream": 1})
