@@ -107,7 +107,7 @@ def test_the_command_with_the_pipeline_on_the_demo_index(tmp_path, monkeypatch):
         result = CliRunner().invoke(app, ["eval-grounding", str(questions), "--upstream", llm.url,
                                           "--corpus", "the demo corpus", "--json"])
         assert result.exit_code == 0, result.output
-        figures = json.loads(result.output)
+        figures = json.loads(result.stdout)  # stderr may carry model-loading progress bars
         table = CliRunner().invoke(app, ["eval-grounding", str(questions), "--upstream", llm.url,
                                          "--placement", "system"])
     assert table.exit_code == 0, table.output

@@ -69,7 +69,7 @@ def test_eval_verifier_runs_a_backend_on_both_sets(tmp_path) -> None:  # noqa: A
         app, ["eval-verifier", "--backend", "slots", "--wice", str(wice), "--fever-symmetric", str(fever)]
     )
     assert result.exit_code == 0, result.output
-    scores = json.loads(result.output)["backends"]["slots"]
+    scores = json.loads(result.stdout)["backends"]["slots"]
     assert scores["wice"]["records"] == 1 and scores["fever_symmetric"]["records"] == 2
     assert scores["fever_symmetric"]["predicted"].get("attributable") == 1
-    assert "dev" not in json.loads(result.output)
+    assert "dev" not in json.loads(result.stdout)

@@ -263,7 +263,7 @@ def test_train_export_and_eval_plumbing(tmp_path, tiny_base):
         ],
     )
     assert result.exit_code == 0, result.output
-    report = json.loads(result.output)
+    report = json.loads(result.stdout)
     assert report["dev"]["pairs"] > 0 and 0 <= report["dev"]["acc3_natural"] <= 1
     assert report["model"] == str(shipped) and report["max_length"] == 64
     assert report["backends"]["nli"]["wice"]["records"] == 2
