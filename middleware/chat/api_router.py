@@ -12,12 +12,11 @@ from aiohttp import web
 
 from middleware.chat.checked_stream import End, Failed, Forward, StreamEvent, Text
 from middleware.chat.chunks import DONE_EVENT, ChunkItem, UpstreamChunks
-from middleware.chat.parsing import parse_chat_request, resolve_mode
 from middleware.chat.protocol import SentenceEvent, SummaryEvent, error_body
 from middleware.chat.serving import ChatService
 from middleware.chat.wire import WireReports
 from middleware.errors import UpstreamError
-from middleware.metrics import REQUESTS, UPSTREAM_ERRORS
+from middleware.metrics import UPSTREAM_ERRORS
 from middleware.sse import dumps, encode_event
 
 log = logging.getLogger(__name__)
@@ -44,12 +43,8 @@ def upstream_headers(request: web.Request) -> dict[str, str]:
 
 async def chat_completions(request: web.Request) -> web.StreamResponse:
     service = request.app[SERVICE_KEY]
-    settings = service.settings
     started = time.perf_counter()
-    raw = await request.read()
-    chat, forward = parse_chat_request(raw, settings.server.max_messages, settings.server.max_json_depth)
-    mode = resolve_mode(chat, request.headers.get("X-Factcheck-Mode"), settings.check.default_mode)
-    REQUESTS.labels(mode=mode.value, stream=str(chat.stream).lower()).inc()
+    chat, forward, mode = service.read_request(await request.read(), request.headers.get("X-Factcheck-Mode"))
     headers = upstream_headers(request)
     if not chat.stream:
         body = await service.complete(chat, forward, mode, headers)

@@ -14,6 +14,7 @@ from typing import Any
 from middleware.chat.checked_stream import CheckedStream, check_answer
 from middleware.chat.chunks import ChunkItem, UpstreamChunks, message_content
 from middleware.chat.grounding_prompt import add_grounding, requested_corpus
+from middleware.chat.parsing import parse_chat_request, resolve_mode
 from middleware.chat.protocol import ChatRequest
 from middleware.chat.wire import WireReports
 from middleware.checking import CheckRunner
@@ -21,7 +22,7 @@ from middleware.errors import RequestError
 from middleware.evidence.context_source import context_source
 from middleware.evidence.request_passages import ContextText, context_passages, request_texts
 from middleware.interfaces import Upstream
-from middleware.metrics import ACTIVE_STREAMS, ADDED_LATENCY, TIME_TO_FIRST_TOKEN, UPSTREAM_LATENCY
+from middleware.metrics import ACTIVE_STREAMS, ADDED_LATENCY, REQUESTS, TIME_TO_FIRST_TOKEN, UPSTREAM_LATENCY
 from middleware.pipeline.memory import MemoryCheck
 from middleware.settings import Settings
 from middleware.types import CheckContext, GroundingPrompt, Mode, Passage
@@ -78,6 +79,16 @@ class ChatService:
         self.upstream = upstream
         self.runner = runner
         self.streams = StreamCounter(settings.server.max_concurrent_streams)
+
+    def read_request(self, raw: bytes, mode_header: str | None) -> tuple[ChatRequest, dict[str, Any], Mode]:
+        """A request body read under the server's limits: the parsed request, the body to
+        forward (without ``factcheck``) and its mode (body, else the ``X-Factcheck-Mode``
+        header, else the default); counted in ``factcheck_requests_total``."""
+        server = self.settings.server
+        chat, forward = parse_chat_request(raw, server.max_messages, server.max_json_depth)
+        mode = resolve_mode(chat, mode_header, self.settings.check.default_mode)
+        REQUESTS.labels(mode=mode.value, stream=str(chat.stream).lower()).inc()
+        return chat, forward, mode
 
     def grounded(
         self, chat: ChatRequest, forward: dict[str, Any], mode: Mode

@@ -28,10 +28,10 @@ from aiohttp import WSMsgType, web
 from middleware.chat.api_router import SERVICE_KEY, SSEEncoder, failure_outcome, upstream_headers
 from middleware.chat.checked_stream import End, Failed, Forward, StreamEvent
 from middleware.chat.chunks import ChunkItem
-from middleware.chat.parsing import load_json, parse_chat_request, resolve_mode
+from middleware.chat.parsing import load_json
 from middleware.chat.protocol import WsDone, WsStart, error_body
 from middleware.errors import RequestError, UpstreamError
-from middleware.metrics import HTTP_REQUESTS, REQUEST_ERRORS, REQUESTS, UPSTREAM_ERRORS
+from middleware.metrics import HTTP_REQUESTS, REQUEST_ERRORS, UPSTREAM_ERRORS
 from middleware.chat.limits import LIMITER_KEY, client_id
 from middleware.sse import SSEParser, dumps
 
@@ -129,15 +129,12 @@ class _Socket:
         """Run one answer exactly as ``POST /v1/chat/completions`` with ``stream: true`` does;
         return its outcome (``ok``, or how it broke off)."""
         service = self.request.app[SERVICE_KEY]
-        settings = service.settings
         started = time.perf_counter()
         self.request.app[LIMITER_KEY].check(client_id(self.request))  # each answer counts like an HTTP request
         if not isinstance(body, dict):
             raise RequestError("'request' must be a chat completions body (a JSON object)", param="request")
-        chat, forward = parse_chat_request(json.dumps({**body, "stream": True}).encode(), settings.server.max_messages,
-                                           settings.server.max_json_depth)
-        mode = resolve_mode(chat, self.request.headers.get("X-Factcheck-Mode"), settings.check.default_mode)
-        REQUESTS.labels(mode=mode.value, stream="true").inc()
+        chat, forward, mode = service.read_request(json.dumps({**body, "stream": True}).encode(),
+                                                   self.request.headers.get("X-Factcheck-Mode"))
         async with service.open_stream(chat, forward, mode, upstream_headers(self.request), started) as opened:
             encoder = SSEEncoder(opened.chunks)
             await self.send(WsStart(mode=mode).model_dump(mode="json"))
