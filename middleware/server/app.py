@@ -18,7 +18,7 @@ from middleware.checking import CheckRunner
 from middleware.errors import RequestError, UpstreamError
 from middleware.interfaces import Checker, Upstream
 from middleware.metrics import HTTP_REQUESTS, REQUEST_ERRORS, UPSTREAM_ERRORS, exposition
-from middleware.chat.limits import CLIENT_KEY, LIMITER_KEY, RateLimiter, client_id
+from middleware.chat.limits import CLIENT_KEY, LIMITER_KEY, client_id, make_limiter
 from middleware.server.openapi import openapi_document
 from middleware.settings import Settings
 
@@ -39,7 +39,7 @@ def create_app(
         client_max_size=settings.server.max_body_bytes,
         middlewares=[_count_middleware, _error_middleware, _auth_middleware(settings), _stream_limit_middleware],
     )
-    app[LIMITER_KEY] = RateLimiter(settings.server.rate_limit_per_minute)
+    app[LIMITER_KEY] = make_limiter(settings)
     runner = CheckRunner(checker, settings.check)
     add_chat_routes(app, ChatService(settings, upstream, runner))
     app.router.add_get("/v1/models", _models)
@@ -49,12 +49,13 @@ def create_app(
     add_ws_routes(app)
     if add_routes is not None:
         add_routes(app)
-    app.on_cleanup.append(_close_upstream)
+    app.on_cleanup.append(_close_clients)
     return app
 
 
-async def _close_upstream(app: web.Application) -> None:
+async def _close_clients(app: web.Application) -> None:
     await app[SERVICE_KEY].upstream.close()
+    await app[LIMITER_KEY].aclose()
 
 
 async def _models(request: web.Request) -> web.Response:
@@ -131,7 +132,7 @@ def _auth_middleware(settings: Settings) -> Callable[..., Awaitable[web.StreamRe
         if request.path in _OPEN_PATHS:
             return await handler(request)
         if not keys:
-            request.app[LIMITER_KEY].check(client_id(request))
+            await request.app[LIMITER_KEY].check(client_id(request))
             return await handler(request)
         presented = request.headers.get("Authorization", "").removeprefix("Bearer ").strip()
         if not presented and request.path == "/v1/ws":
@@ -144,7 +145,7 @@ def _auth_middleware(settings: Settings) -> Callable[..., Awaitable[web.StreamRe
         if matched < 0:
             raise RequestError("invalid or missing proxy API key", status=401, code="invalid_api_key")
         request[CLIENT_KEY] = f"key:{matched}"
-        request.app[LIMITER_KEY].check(request[CLIENT_KEY])
+        await request.app[LIMITER_KEY].check(request[CLIENT_KEY])
         return await handler(request)
 
     return check_key

@@ -58,7 +58,7 @@ def worker_share(settings: Settings) -> Settings:
     server = settings.server
     n = server.workers
     share = {"max_concurrent_streams": math.ceil(server.max_concurrent_streams / n)}
-    if server.rate_limit_per_minute:
+    if server.rate_limit_per_minute and server.rate_limit_store == "memory":  # redis: one shared budget
         share["rate_limit_per_minute"] = math.ceil(server.rate_limit_per_minute / n)
     return settings.model_copy(update={"server": server.model_copy(update=share)})
 

@@ -3,17 +3,10 @@
 from __future__ import annotations
 
 import logging
-import os
 import shutil
-import socket
-import subprocess
-import time
-import uuid
-from collections.abc import Iterator
 
 import numpy as np
 import pytest
-import redis
 import redis.asyncio as aioredis
 
 from middleware.cache import (
@@ -28,68 +21,10 @@ from middleware.cache import (
 )
 from middleware.metrics import CACHE_REQUESTS
 from middleware.settings import EvidenceSettings
-
-
-class FakeClock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _start_redis(port: int) -> subprocess.Popen:
-    proc = subprocess.Popen(
-        ["redis-server", "--bind", "127.0.0.1", "--port", str(port), "--save", "", "--appendonly", "no"],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    client = redis.Redis(host="127.0.0.1", port=port, socket_connect_timeout=0.2)
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        try:
-            if client.ping():
-                return proc
-        except redis.ConnectionError:
-            time.sleep(0.05)
-    proc.terminate()
-    raise RuntimeError(f"redis-server did not start on port {port}")
-
-
-def _stop(proc: subprocess.Popen) -> None:
-    proc.terminate()
-    try:
-        proc.wait(timeout=5)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-
-
-@pytest.fixture(scope="module")
-def redis_url() -> Iterator[str]:
-    """FACTCHECK_TEST_REDIS_URL (set by .ci/run), else a redis-server started here."""
-    url = os.environ.get("FACTCHECK_TEST_REDIS_URL")
-    if url:
-        yield url
-        return
-    if shutil.which("redis-server") is None:
-        pytest.skip("no Redis: set FACTCHECK_TEST_REDIS_URL or install redis-server (bash .ci/redis.sh)")
-    port = _free_port()
-    proc = _start_redis(port)
-    try:
-        yield f"redis://127.0.0.1:{port}/0"
-    finally:
-        _stop(proc)
-
-
-@pytest.fixture
-def prefix() -> str:
-    return f"test-{uuid.uuid4().hex[:8]}:"
+from tests.support.redis_server import FakeClock
+from tests.support.redis_server import free_port as _free_port
+from tests.support.redis_server import start_redis as _start_redis
+from tests.support.redis_server import stop_redis as _stop
 
 
 # --- encoding ---------------------------------------------------------------------------
