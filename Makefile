@@ -10,7 +10,7 @@ setup: $(VENV)/.installed
 $(VENV)/.installed: pyproject.toml
 	python3 -m venv $(VENV)
 	$(PY) -m pip install --upgrade pip
-	$(PY) -m pip install -e '.[train,test]'
+	$(PY) -m pip install -e '.[train,test,ray]'
 	touch $@
 
 ## The main job, offline: index the packaged demo corpus, run the demo LLM behind the proxy,

@@ -31,7 +31,7 @@ def build_checker(settings: Settings) -> Checker:
     """The configured checker: the fact-checking pipeline, or ``NoChecker`` for 'none'."""
     if settings.check.checker == "none":
         return NoChecker()
-    return build_pipeline_checker(settings, providers())
+    return _on_runtime(settings, build_pipeline_checker(settings, providers()))
 
 
 def pipeline_checker(settings: Settings) -> Checker:
@@ -40,7 +40,17 @@ def pipeline_checker(settings: Settings) -> Checker:
 
     if "index" in settings.evidence.providers:
         ensure_demo_index(settings.evidence.index_dir, settings=settings)
-    return build_pipeline_checker(settings, providers())
+    return _on_runtime(settings, build_pipeline_checker(settings, providers()))
+
+
+def _on_runtime(settings: Settings, checker: Checker) -> Checker:
+    """With the models on the Ray Serve tier (``runtime.backend: ray``), a check that a tier
+    failure touched is reported ``unverified`` (``ray_client.TierGuardedChecker``)."""
+    if settings.runtime.backend != "ray":
+        return checker
+    from middleware.runtime.ray_client import TierGuardedChecker
+
+    return TierGuardedChecker(checker)
 
 
 def build_upstream(settings: Settings) -> Upstream:

@@ -90,7 +90,31 @@ class CheckSettings(BaseModel):
     )
 
 
-class RuntimeSettings(BaseModel):
+class RayTierSettings(BaseModel):
+    """Where the runtime's models run: in this process, or on a Ray Serve tier shared by every
+    replica (``python -m middleware.runtime.ray_tier`` deploys it). Part of ``runtime``."""
+
+    backend: Literal["local", "ray"] = Field(
+        "local", description="model inference in this process (local) or on the Ray Serve tier at ray_serve_url (ray)"
+    )
+    ray_serve_url: str = Field(
+        "http://127.0.0.1:8100", description="ray: base URL of the Ray Serve HTTP ingress that serves the models"
+    )
+    ray_timeout_s: float = Field(
+        5.0, gt=0, description="ray: longest wait for one inference call to the tier (a check also ends at its budget)"
+    )
+    ray_startup_s: float = Field(
+        60.0, ge=0, description="ray: how long a starting proxy waits for the tier to describe its models"
+    )
+    ray_address: str = Field(
+        "auto", description="ray_tier: the Ray cluster to deploy on ('auto': the one started on this node by "
+        "`ray start`; 'local': start one in the process, loopback only)"
+    )
+    ray_replicas: int = Field(1, ge=1, description="ray_tier: replicas of each model deployment")
+    ray_replica_cpus: float = Field(1.0, gt=0, description="ray_tier: CPUs Ray reserves for each model replica")
+
+
+class RuntimeSettings(RayTierSettings):
     provider: Literal["auto", "cpu", "cuda"] = Field(
         "auto", description="onnxruntime provider: auto (CUDA if available), cpu, or cuda (fail if absent)"
     )

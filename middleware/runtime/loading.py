@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from middleware.runtime.embedder import OnnxEmbedder
+from middleware.runtime.ray_client import remote_model
 from middleware.runtime.resolve import resolve_model
 from middleware.runtime.scorer import OnnxPairScorer
 from middleware.runtime.seq2seq import OnnxSeq2Seq
@@ -28,7 +29,10 @@ def _shared(kind: str, directory: Path, settings: RuntimeSettings, build: Any) -
 
 def load_embedder(settings: RuntimeSettings) -> OnnxEmbedder:
     """The embedder ``settings.embed_model`` names (default: the packaged all-MiniLM-L6-v2,
-    exported to ONNX on first use, int8 per ``settings.embed_quantize``)."""
+    exported to ONNX on first use, int8 per ``settings.embed_quantize``). With
+    ``settings.backend == "ray"``: the same model on the Ray Serve tier (``ray_client``)."""
+    if settings.backend == "ray":
+        return remote_model("embed", settings.embed_model, settings)
     directory = resolve_model(settings.embed_model, "embed", settings)
     return _shared("embed", directory, settings, lambda: OnnxEmbedder(directory, settings))
 
@@ -36,11 +40,15 @@ def load_embedder(settings: RuntimeSettings) -> OnnxEmbedder:
 def load_pair_scorer(spec: str, task: str, settings: RuntimeSettings) -> OnnxPairScorer:
     """A cross-encoder for ``task`` ('nli' or 'rerank'); e.g. ``load_pair_scorer(
     settings.nli_model, 'nli', settings)``."""
+    if settings.backend == "ray":
+        return remote_model(task, spec, settings)
     directory = resolve_model(spec, task, settings)
     return _shared(task, directory, settings, lambda: OnnxPairScorer(directory, settings, task))
 
 
 def load_seq2seq(spec: str, settings: RuntimeSettings) -> OnnxSeq2Seq:
+    if settings.backend == "ray":
+        return remote_model("seq2seq", spec, settings)
     directory = resolve_model(spec, "seq2seq", settings)
     return _shared("seq2seq", directory, settings, lambda: OnnxSeq2Seq(directory, settings))
 

@@ -1,0 +1,133 @@
+"""The Ray Serve model tier (``runtime.backend: ray``) against a real local Ray cluster that the
+test starts on 127.0.0.1: the served models answer exactly as the in-process ones, requests
+from many callers are batched together, the pipeline built on the tier gives the local
+pipeline's verdicts, and with the tier down checks become ``unverified`` while the stream ends
+cleanly."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator, Iterator
+
+import numpy as np
+import pytest
+
+from middleware.composition import build_checker
+from middleware.evidence.index import ensure_demo_index
+from middleware.pipeline.quality import check_rows
+from middleware.runtime import load_embedder, load_pair_scorer
+from middleware.runtime.ray_client import (
+    RayEmbedder, RayPairScorer, TierUnavailable, clear_remote_models,
+    close_remote_sessions,
+)
+from middleware.settings import RuntimeSettings, Settings, load_settings
+from middleware.sse import delta_content
+from tests.middleware.chat.test_faults import assert_clean_end, chat_body, reports_of, stream_events
+from tests.support.paths import TEST_DATA
+from tests.support.ray_tier import RayTier
+
+pytestmark = [pytest.mark.ray, pytest.mark.slow, pytest.mark.timeout(300)]
+
+TEXTS = ["The Eiffel Tower was completed in 1889.", "Marie Curie won two Nobel prizes.", "short", ""]
+PAIRS = [(text, "The tower in Paris opened in 1889.") for text in TEXTS]
+PIPELINE_TEXT = ("The Eiffel Tower is in Paris. It was completed in 1889. "
+                 "Marie Curie was born in Warsaw in 1867.")
+
+
+@pytest.fixture(scope="module")
+def tier() -> Iterator[RayTier]:
+    started = RayTier.start({"FACTCHECK_RUNTIME__RAY_REPLICA_CPUS": "0.5"})
+    try:
+        yield started
+    finally:
+        started.stop()
+        clear_remote_models()
+
+
+@pytest.fixture(autouse=True)
+async def _close_sessions() -> AsyncIterator[None]:
+    yield
+    await close_remote_sessions()
+
+
+def ray_settings(tier: RayTier) -> RuntimeSettings:
+    return RuntimeSettings(backend="ray", ray_serve_url=tier.url, ray_startup_s=5)
+
+
+def test_ray_runs_on_loopback_only(tier: RayTier) -> None:
+    assert tier.node == "127.0.0.1"
+    assert tier.url.startswith("http://127.0.0.1:")
+
+
+async def test_served_models_answer_as_the_local_ones(tier: RayTier) -> None:
+    remote = ray_settings(tier)
+    embedder, scorer = load_embedder(remote), load_pair_scorer("bundled", "nli", remote)
+    assert isinstance(embedder, RayEmbedder) and isinstance(scorer, RayPairScorer)
+    local_embedder, local_scorer = load_embedder(RuntimeSettings()), load_pair_scorer("bundled", "nli", RuntimeSettings())
+    assert (embedder.name, embedder.dim) == (local_embedder.name, local_embedder.dim)
+    assert scorer.labels == local_scorer.labels and scorer.manifest == local_scorer.manifest
+    np.testing.assert_allclose(await embedder.embed(TEXTS), local_embedder.embed_sync(TEXTS), atol=1e-6)
+    np.testing.assert_allclose(embedder.embed_sync(TEXTS), local_embedder.embed_sync(TEXTS), atol=1e-6)
+    np.testing.assert_allclose(await scorer.score(PAIRS), local_scorer.score_sync(PAIRS), atol=1e-6)
+    assert (await embedder.embed([])).shape == (0, embedder.dim)
+    await embedder.aclose()
+    await scorer.aclose()
+
+
+async def test_concurrent_calls_are_batched_on_the_tier(tier: RayTier) -> None:
+    embedder = load_embedder(ray_settings(tier))
+    before = embedder.endpoint.get_sync()["served"]
+    texts = [f"sentence number {i} about the tower" for i in range(48)]
+    rows = await asyncio.gather(*(embedder.embed([text]) for text in texts))
+    after = embedder.endpoint.get_sync()["served"]
+    np.testing.assert_allclose(np.concatenate(rows), load_embedder(RuntimeSettings()).embed_sync(texts), atol=1e-6)
+    requests, batches = after["requests"] - before["requests"], after["batches"] - before["batches"]
+    assert requests == 48 and batches < requests  # dynamic batching put several callers in one batch
+    await embedder.aclose()
+
+
+def test_a_tier_serving_another_model_is_refused(tier: RayTier) -> None:
+    with pytest.raises(TierUnavailable, match="not the nli model"):
+        load_pair_scorer("/some/other/nli-export", "nli", ray_settings(tier))
+
+
+@pytest.fixture(scope="module")
+def index_dir(tmp_path_factory: pytest.TempPathFactory, tier: RayTier) -> str:
+    directory = str(tmp_path_factory.mktemp("demo-index"))
+    settings = load_settings(**{"evidence.index_dir": directory})
+    ensure_demo_index(settings.evidence.index_dir, settings=settings)
+    return directory
+
+
+def pipeline_settings(index_dir: str, tier: RayTier | None = None) -> Settings:
+    overrides = {"evidence.index_dir": index_dir, "check.checker": "pipeline"}
+    if tier is not None:
+        overrides |= {"runtime.backend": "ray", "runtime.ray_serve_url": tier.url, "runtime.ray_startup_s": 5}
+    return load_settings(**overrides)
+
+
+async def test_pipeline_on_the_tier_gives_the_local_verdicts(tier: RayTier, index_dir: str) -> None:
+    rows = [json.loads(line) for line in (TEST_DATA / "verify_dev.jsonl").read_text().splitlines()[:16]]
+    remote = await check_rows(build_checker(pipeline_settings(index_dir, tier)), rows)
+    local = await check_rows(build_checker(pipeline_settings(index_dir)), rows)
+    labels = [(report.verdict.label, report.verdict.reason) for report in remote]
+    assert labels == [(report.verdict.label, report.verdict.reason) for report in local]
+    assert sum(label != "unverified" for label, _ in labels) >= len(rows) // 2
+
+
+async def test_tier_down_mid_service_checks_unverified_stream_intact(make_proxy, tier: RayTier, index_dir: str) -> None:
+    """Runs last in the module: it stops the tier."""
+    checker = build_checker(pipeline_settings(index_dir, tier))
+    proxy = await make_proxy(checker, **{"check.sentence_budget_s": 20})
+    up = await stream_events(proxy.url, chat_body(PIPELINE_TEXT))
+    assert_clean_end(up, "annotate")
+    assert any(r["verdict"]["label"] != "unverified" for r in reports_of(up))
+    tier.stop()
+    for mode in ("annotate", "correct"):
+        down = await stream_events(proxy.url, chat_body(PIPELINE_TEXT, mode))
+        assert_clean_end(down, mode)
+        assert delta_content(down) == PIPELINE_TEXT
+        checked = [r["verdict"] for r in reports_of(down) if r["verdict"]["label"] != "skipped"]
+        assert checked and all(v["label"] == "unverified" and v["reason"] == "error: TierUnavailable"
+                               for v in checked)
