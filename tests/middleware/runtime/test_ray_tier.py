@@ -9,23 +9,28 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 
 import numpy as np
 import pytest
 
+from load_tests.ray_cluster import RayTier
 from middleware.composition import build_checker
 from middleware.evidence.index import ensure_demo_index
 from middleware.pipeline.quality import check_rows
-from middleware.runtime import load_embedder, load_pair_scorer
+from middleware.runtime import load_embedder, load_pair_scorer, load_seq2seq
 from middleware.runtime.ray_client import (
-    RayEmbedder, RayPairScorer, TierUnavailable, clear_remote_models,
+    RayEmbedder,
+    RayPairScorer,
+    RaySeq2Seq,
+    TierUnavailable,
+    clear_remote_models,
     close_remote_sessions,
 )
 from middleware.settings import RuntimeSettings, Settings, load_settings
 from middleware.sse import delta_content
 from tests.middleware.chat.test_faults import assert_clean_end, chat_body, reports_of, stream_events
 from tests.support.paths import TEST_DATA
-from tests.support.ray_tier import RayTier
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow, pytest.mark.timeout(300)]
 
@@ -36,8 +41,31 @@ PIPELINE_TEXT = ("The Eiffel Tower is in Paris. It was completed in 1889. "
 
 
 @pytest.fixture(scope="module")
-def tier() -> Iterator[RayTier]:
-    started = RayTier.start({"FACTCHECK_RUNTIME__RAY_REPLICA_CPUS": "0.5"})
+def tiny_exports(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """A relevance cross-encoder and a seq2seq model, tiny and random, exported to ONNX."""
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    from onnx_models.export import export_model
+    from tests.middleware.runtime.test_models import _bert_config, _save_bert_tokenizer, _save_t5_tokenizer
+
+    root = tmp_path_factory.mktemp("tiny")
+    torch.manual_seed(0)
+    transformers.BertForSequenceClassification(_bert_config(num_labels=1)).save_pretrained(str(root / "rerank"))
+    _save_bert_tokenizer(root / "rerank")
+    vocab = _save_t5_tokenizer(root / "seq2seq")
+    t5 = transformers.T5Config(vocab_size=vocab, d_model=32, d_kv=8, d_ff=64, num_layers=2, num_decoder_layers=2,
+                               num_heads=4, decoder_start_token_id=0, pad_token_id=0, eos_token_id=1,
+                               initializer_factor=2.0)
+    transformers.T5ForConditionalGeneration(t5).save_pretrained(str(root / "seq2seq"))
+    return {task: export_model(root / task, task, root / f"{task}-onnx", max_length=64)
+            for task in ("rerank", "seq2seq")}
+
+
+@pytest.fixture(scope="module")
+def tier(tiny_exports: dict[str, Path]) -> Iterator[RayTier]:
+    started = RayTier.start({"FACTCHECK_RUNTIME__RAY_REPLICA_CPUS": "0.5",
+                             "FACTCHECK_RUNTIME__RERANK_MODEL": str(tiny_exports["rerank"]),
+                             "FACTCHECK_PIPELINE__SEQ2SEQ_MODEL": str(tiny_exports["seq2seq"])})
     try:
         yield started
     finally:
@@ -85,6 +113,25 @@ async def test_concurrent_calls_are_batched_on_the_tier(tier: RayTier) -> None:
     requests, batches = after["requests"] - before["requests"], after["batches"] - before["batches"]
     assert requests == 48 and batches < requests  # dynamic batching put several callers in one batch
     await embedder.aclose()
+
+
+async def test_reranker_and_seq2seq_on_the_tier_answer_as_the_local_ones(tier: RayTier,
+                                                                         tiny_exports: dict[str, Path]) -> None:
+    remote, local = ray_settings(tier), RuntimeSettings()
+    reranker = load_pair_scorer(str(tiny_exports["rerank"]), "rerank", remote)
+    local_reranker = load_pair_scorer(str(tiny_exports["rerank"]), "rerank", local)
+    assert isinstance(reranker, RayPairScorer) and reranker.labels == ["relevance"]
+    np.testing.assert_allclose(await reranker.score(PAIRS), local_reranker.score_sync(PAIRS), atol=1e-6)
+    editor = load_seq2seq(str(tiny_exports["seq2seq"]), remote)
+    local_editor = load_seq2seq(str(tiny_exports["seq2seq"]), local)
+    assert isinstance(editor, RaySeq2Seq)
+    groups = [["the tower was built in 1889", "paris is in france"], ["marie curie won a prize"]]
+    assert editor.generate_fused(groups, 8) == local_editor.generate_fused(groups, 8)
+    texts = ["the city of paris", "the river flows north", "a king and a queen"]
+    # callers in threads, as the pipeline runs them, with two output lengths: batched apart by length
+    answers = await asyncio.gather(*(asyncio.to_thread(editor.generate, [t], 4 + 2 * (i % 2))
+                                     for i, t in enumerate(texts)))
+    assert answers == [local_editor.generate([t], 4 + 2 * (i % 2)) for i, t in enumerate(texts)]
 
 
 def test_a_tier_serving_another_model_is_refused(tier: RayTier) -> None:

@@ -1,4 +1,4 @@
-"""The Ray Serve model tier as a real local process for the tests and the loopback load test:
+"""The Ray Serve model tier as a real local process for the loopback load test and the tests:
 ``python -m middleware.runtime.ray_tier --address local`` on 127.0.0.1 (a one-node Ray cluster
 owned by that process, node address loopback, no dashboard, no usage stats), stopped by its
 process id."""
@@ -14,7 +14,7 @@ import threading
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def _free_port() -> int:
