@@ -70,6 +70,12 @@ class Aligner:
         bm25 = BM25([terms(s.text) for s in sentences])
         recall = bm25.recall(claim_terms)
         ranked = sorted(range(len(sentences)), key=lambda i: recall[i], reverse=True)
+        # overlapping passages repeat sentences: each text once, so a repeat takes no place
+        # another sentence could have ('It was designed by the Danish architect ...')
+        first = {}
+        for i in ranked:
+            first.setdefault(sentences[i].text, i)
+        ranked = [i for i in ranked if first[sentences[i].text] == i]
         candidates = ranked[: max(self.prefilter, top_k)]
         cosines: dict[int, float] = {}
         if self.embedder is not None:

@@ -301,8 +301,11 @@ def quantities_match(a: Quantity, b: Quantity) -> bool | None:
         x, y = a.raw, b.raw
         converted = False
         step = max(_raw_step(a), _raw_step(b))
-    # half the written resolution, but a round number ("100", "1,000") is not read as +-50%
-    tolerance = max(min(step / 2, abs(x) * 0.05), abs(x) * (0.015 if converted else 0.005), 1e-9)
+    # half the written resolution, but a round number ("100", "1,000") is not read as +-50%;
+    # two whole numbers written to the unit in the same unit ('patent 174,456') match exactly
+    exact = not converted and all(_raw_step(q) <= 1 and q.raw.is_integer() and not q.approx for q in (a, b))
+    floor = 0.0 if exact else 0.015 if converted else 0.005
+    tolerance = max(min(step / 2, abs(x) * 0.05), abs(x) * floor, 1e-9)
     if a.approx or b.approx:
         tolerance = max(tolerance * 2, abs(x) * 0.05)
     if a.bound == "gt" or b.bound == "gt" or a.bound == "lt" or b.bound == "lt":

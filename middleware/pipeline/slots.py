@@ -170,9 +170,24 @@ def _trim_determiner(span: Span) -> Span:
     return span
 
 
+def _name_part(ent: Span) -> bool:
+    """A lone month name that ends a proper name ('the Salt March', 'the Long March'): a
+    capitalised noun before it depends on it. Part of that name, not a date."""
+    if ent.label_ != "DATE" or len(ent) != 1 or ent.start == 0:
+        return False
+    date = parse_date(ent.text)
+    before = ent.doc[ent.start - 1]
+    return (
+        date is not None and date.year is None and before.pos_ == "PROPN" and before.dep_ == "compound"
+        and before.head.i == ent.start and before.text[:1].isupper()
+    )  # fmt: skip
+
+
 def _entities(doc: Doc) -> Iterable[Slot]:
     covered: set[int] = set()
     for ent in doc.ents:
+        if _name_part(ent):
+            continue
         covered.update(range(ent.start, ent.end))
         if ent.label_ not in ENTITY_LABELS:
             continue
@@ -262,6 +277,13 @@ def _dates(doc: Doc) -> Iterable[Slot]:
             span = _trim_determiner(span)
             yield Slot("date", "DATE", span.text, span.start_char, span.end_char, date, _role(span))
     for ent in doc.ents:
+        if _name_part(ent):
+            continue
+        if ent.label_ == "TIME":  # a duration ('in 49 seconds'); clock times are no slots
+            duration = parse_quantity(ent.text, "TIME")
+            if duration is not None and duration.dimension == "time":
+                yield Slot("quantity", "TIME", ent.text, ent.start_char, ent.end_char, duration, _role(ent))
+            continue
         if ent.label_ != "DATE":
             continue
         span = _trim_determiner(ent)
@@ -278,6 +300,28 @@ def _dates(doc: Doc) -> Iterable[Slot]:
         duration = parse_quantity(span.text, "DATE")
         if duration is not None and duration.dimension == "time":
             yield Slot("quantity", "DATE", span.text, span.start_char, span.end_char, duration, _role(ent))
+        elif (age := _age(span)) is not None:
+            yield age
+
+
+_AGE_CUES = frozenset({"age", "aged", "old"})
+
+
+def _age(span: Span) -> Slot | None:
+    """An age the NER tagged DATE ('died ..., aged 45', 'at the age of 25', '25 years old'):
+    a quantity of its own dimension on the number alone, so that 45 and 42 disagree and an
+    edit swaps only the number."""
+    numbers = [t for t in span if t.like_num and _is_numeric(t)]
+    doc = span.doc
+    around = {t.lower_ for t in doc[max(0, span.start - 2) : min(len(doc), span.end + 2)]}
+    if len(numbers) != 1 or not around & _AGE_CUES:
+        return None
+    number = numbers[0]
+    value = parse_quantity(number.text, "CARDINAL")
+    if value is None or value.dimension is not None:
+        return None
+    age = Quantity(value.value, value.raw, "age", None, value.step, value.approx, value.bound)
+    return Slot("quantity", "DATE", number.text, number.idx, number.idx + len(number), age, _role(number))
 
 
 _DATE_SEPARATOR = re.compile(r"\s*(?:--|[-–—−]|\bto\b|\buntil\b)\s*")

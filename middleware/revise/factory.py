@@ -67,8 +67,10 @@ def build_gate(settings: Settings, verifier: Verifier) -> EditGate:
         min_entailment=minimum,
         max_context_contradiction=settings.pipeline.edit_max_context_contradiction,
         wording=settings.pipeline.edit_wording,
+        grounded_entailment=min(minimum, nli.entail_threshold) if nli is not None else minimum,
     )
-    return EditGate(verifier, nli, policy)
+    slots = verifier.slots if isinstance(verifier, HybridVerifier) else verifier if isinstance(verifier, SlotsVerifier) else None
+    return EditGate(verifier, nli, policy, slots)
 
 
 def nli_available(settings: Settings) -> bool:

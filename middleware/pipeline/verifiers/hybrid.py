@@ -2,10 +2,12 @@
 'received'); slot comparison sees numbers, dates, names and negation that small NLI models
 gloss over.
 
-- a number, date or quantity mismatch, or a participant in the wrong role, in an aligned
-  sentence -> contradictory, whatever NLI says (small NLI models read bags of words and
-  entail role swaps);
-  an entity or relation mismatch -> contradictory unless NLI entailment is strong
+- a number, date, quantity or name mismatch, or a participant in the wrong role, in an
+  aligned sentence -> contradictory, whatever NLI says (small NLI models read bags of words:
+  they entail role swaps, and 'knighted by Queen Victoria' from 'knighted by Queen Anne' at
+  P=0.91); a name mismatch is one only in the same role of the same verb in the sentence
+  about the claim's event (``SlotsVerifier``);
+  a relation mismatch -> contradictory unless NLI entailment is strong
 - NLI contradiction -> contradictory when slots localise it (with the slot span); an
   unlocalised one must be confident (p >= ``nli_only_contradiction``), and never overrides
   slots that found every claim slot in the evidence (the small bundled model contradicted
@@ -28,7 +30,7 @@ from middleware.pipeline.verifiers.nli import NLIVerifier
 from middleware.pipeline.verifiers.slots_verifier import SlotsVerifier
 from middleware.types import NLI_LABELS, Passage
 
-_DECISIVE = ("number", "quantity", "date", "role")
+_DECISIVE = ("number", "quantity", "date", "role", "entity")
 
 
 class HybridVerifier:

@@ -6,7 +6,9 @@ negation, a few antonym relations) with the slots of the aligned sentences.
 - a slot of the same type that differs, in a well-aligned sentence about the same subject
   and the same event (of the aligned sentences, one that states the most of the claim's
   other slots and its verb: the Chemistry prize, not the Physics prize), in the same role
-  -> contradictory, with the evidence's slot as the suggested replacement
+  -> contradictory, with the evidence's slot as the suggested replacement; also when the
+  claim's value is stated only outside that event (a weakly aligned sentence, the rest of
+  the passage: 'four voyages' does not support 'left Palos ... with four ships')
 - a participant in another role than the evidence gives it (who did what to whom: 'Aldrin
   remained in orbit' where the evidence says Collins remained and Aldrin was carried down)
   -> contradictory, flagged without a replacement
@@ -123,7 +125,9 @@ class SlotsVerifier:
             )  # fmt: skip
         texts = [a.sentence.text for a in usable]
         lines = [_Line(a, e) for a, e in zip(usable, analyse_many(texts), strict=True)]
-        passages = [p.text for p in evidence] if evidence else None
+        # a passage's title is part of what it says: a chunk about 'William Shakespeare' that
+        # only says 'His works include ...' still names him
+        passages = [f"{p.title}. {p.text}" if p.title else p.text for p in evidence] if evidence else None
         support = {s: ln for s in analysis.slots if (ln := _first_support(s, lines, passages)) is not None}
         unsupported = [s for s in analysis.slots if s not in support]
         return self._contradicted(analysis, lines, support, unsupported, evidence) or self._supported(
@@ -139,7 +143,23 @@ class SlotsVerifier:
         evidence: list[Passage] | None = None,
     ) -> DetailedVerdict | None:
         event_lines = _event_lines(claim, lines)
-        found = [m for s in unsupported if (m := self._conflict(s, claim, event_lines, support)) is not None]
+        titles = _titles(lines, evidence)
+        # A value stated only outside the claim's event, in a weakly aligned sentence or elsewhere
+        # in the passage ('four voyages' for 'with four ships', '15 major championships' for 'by
+        # 15 strokes'), does not outweigh the event's own value. A name must be stated by the
+        # event's own sentence: another sentence naming it speaks of another event ('Nobile's
+        # airship Italia' for 'flew over the North Pole in the airship Italia'), unless it names
+        # a passage's topic, which the event's sentence may call 'he' ('he and Tenzing Norgay').
+        stating = [line for line in lines if line.score >= self.strong_align or line in event_lines]
+        displaced = [
+            s for s in support
+            if not any(_states_slot(s, line) for line in (event_lines if s.kind == "entity" else stating))
+            and not (s.kind == "entity" and any(_names_topic(t, s.text) for t in titles.values()))
+        ]  # fmt: skip
+        found = [
+            m for s in [*unsupported, *displaced]
+            if (m := self._conflict(s, claim, event_lines, support)) is not None
+        ]  # fmt: skip
         found += [
             m
             for m in (
@@ -347,6 +367,12 @@ def _topic(passage: Passage) -> _Topic:
     return name, frozenset({"he", "she"} if personal else {"it"})
 
 
+def _names_topic(title: str, name: str) -> bool:
+    """``name`` names the passage's topic or part of it ('Edmund' in 'Edmund Hillary')."""
+    words = set(terms(name))
+    return names_match(title, name) or bool(words) and words <= set(terms(title))
+
+
 def _share_word(a: str, b: str) -> bool:
     """Names sharing a word ('Aldrin' / 'Buzz Aldrin')."""
     return bool(set(terms(a)) & set(terms(b)))
@@ -432,6 +458,25 @@ def _missing_markers(claim: Analysis, lines: list[_Line]) -> list[str]:
     missing = [m.strip() for m in _MARKERS if m in claim_text and m not in text]
     best = " " + lines[0].analysis.text.lower() + " "  # and the other way round, in the best sentence
     return missing + [m.strip() for m in _MARKERS if m in best and m not in claim_text]
+
+
+def _titles(lines: list[_Line], evidence: list[Passage] | None) -> dict[int, str]:
+    """The titles of the aligned sentences' passages, by passage index."""
+    out = {}
+    for line in lines:
+        index = line.aligned.sentence.passage_index
+        if evidence is not None and 0 <= index < len(evidence) and evidence[index].title:
+            out[index] = str(evidence[index].title)
+    return out
+
+
+def _states_slot(slot: Slot, line: _Line) -> bool:
+    """The aligned sentence itself states the claim's slot."""
+    if any(slots_agree(slot, e) for e in line.analysis.slots):
+        return True
+    if slot.kind == "entity":
+        return mentions(line.analysis.text, slot.text)
+    return _states(line.analysis.text, slot.text)
 
 
 def _same_subject(claim: Analysis, line: _Line, support: dict[Slot, _Line]) -> bool:

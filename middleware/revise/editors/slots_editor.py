@@ -20,8 +20,9 @@ Each revision draws all its changes from one evidence sentence. With a ``gate``
 revision's evidence sentence is left out of the next attempt.
 
 Each round verifies up to ``max_candidates`` candidates together with the configured verifier
-and keeps the best that improves the verdict (label; fewer contradicted or unsupported slots;
-P(attributable) when attributable; the more trusted source; the smaller edit). Another round
+and keeps the best that improves the verdict (the verifier's own mismatches first; then label;
+fewer contradicted or unsupported slots; P(attributable) when attributable; the more trusted
+source; the smaller edit). Another round
 runs only while the sentence stays contradicted (several wrong slots). The revision is kept
 only if the final verdict reaches ``target`` ('better': an improvement as above, 'attributable')
 and no slot is newly unsupported: a lenient verifier must not wave through an edit that merely
@@ -130,7 +131,8 @@ class SlotsEditor:
             revision = await self.gate.review(result, evidence, context)
             if revision.status == "applied":
                 return replace(result, revision=revision)
-            last_refusal = EditResult.flagged(sentence, revision, self.name)
+            # the report names the best candidate's refusal, not that of a later, lesser one
+            last_refusal = last_refusal or EditResult.flagged(sentence, revision, self.name)
             if revision.evidence_sentence is None:
                 break
             refused.add(revision.evidence_sentence)
@@ -236,7 +238,11 @@ class SlotsEditor:
             # a near tie goes to the smaller edit (a fixed rounding grid split 0.649 / 0.661)
             confident = after.label == "attributable" and _p_attr(after) > top_p - P_ATTR_TIE
             distance = Levenshtein.distance(current, text)
-            return (_state(text, after), confident, -_SOURCES.index(candidate.source), -distance, -order)
+            # the verifier's own mismatch comes first: its value is from the sentence about the
+            # claim's event, where a slot of another sentence may be any value of its type that the
+            # passage happens to state ('in 1932' -> 'in 2 October 1869', from the birth sentence)
+            mismatch = candidate.source == "mismatch"
+            return (mismatch, _state(text, after), confident, -_SOURCES.index(candidate.source), -distance, -order)
 
         _, candidate, _, after = max(improving, key=key)
         return candidate, after

@@ -57,6 +57,9 @@ def test_parse_quantity(text: str, label: str | None, value: float, dimension: s
         ("over 1,200", "1,000", False),
         ("less than 50", "45", True),
         ("1,200", "1200", True),
+        ("174,456", "174,465", False),  # whole numbers written to the unit match exactly
+        ("8,849 m", "8,848.86 m", True),  # a decimal still matches its rounding
+        ("about 174,456", "174,465", True),  # an approximate one does not
         ("twelve", "12", True),
         ("twelve", "13", False),
         ("$1,200", "1,200 dollars", True),

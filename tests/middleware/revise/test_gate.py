@@ -9,7 +9,7 @@ import pytest
 
 from middleware.pipeline.verifiers import HybridVerifier, NLIVerifier, SlotsVerifier
 from middleware.revise.base import EditResult
-from middleware.revise.gate import EditGate, GatePolicy, evidence_premise
+from middleware.revise.gate import EditGate, GatePolicy, evidence_premise, same_role
 from middleware.types import Edit, Passage
 from tests.support.pipeline_doubles import RulePairScorer
 
@@ -193,3 +193,68 @@ def test_two_changes_may_not_name_one_place_twice() -> None:
     edited = "Ernest Hemingway died in Ketchum, Ketchum, on 2 July 1961."
     problem = form_problem(EditResult(original=sentence, text=edited, edits=edits), evidence)
     assert problem is not None and "twice" in problem
+
+
+PLAIN = "She received the Nobel Prize in Chemistry in 1915."
+
+
+def _plain_fix() -> EditResult:
+    start = PLAIN.index("1915")
+    return EditResult(original=PLAIN, text=PLAIN.replace("1915", "1911"), evidence_index=0, evidence_id="curie",
+                      edits=[Edit(start=start, end=start + 4, original="1915", replacement="1911", tag="entity",
+                                  evidence_id="curie", evidence=CHEMISTRY)])  # fmt: skip
+
+
+def _middling(premise: str, hypothesis: str) -> list[float]:
+    """An unsure model: P(entailment) 0.6 for the fixed year, contradiction for the rest."""
+    return [0.6, 0.3, 0.1] if "1911" in hypothesis else [0.02, 0.08, 0.9]
+
+
+async def test_a_clean_swap_the_slots_find_stated_needs_only_the_grounded_entailment() -> None:
+    nli = NLIVerifier(RulePairScorer(_middling))
+    policy = GatePolicy(min_entailment=0.83, grounded_entailment=0.5)
+    grounded = EditGate(HybridVerifier(nli, SlotsVerifier()), nli, policy, SlotsVerifier())
+    revision = await grounded.review(_plain_fix(), _passages())
+    assert revision.status == "applied", revision.reason
+    blind = EditGate(HybridVerifier(nli, SlotsVerifier()), nli, policy)  # no slots verifier: the high bar
+    revision = await blind.review(_plain_fix(), _passages())
+    assert revision.status == "flagged" and "0.60 < 0.83" in revision.reason
+    strict = EditGate(HybridVerifier(nli, SlotsVerifier()), nli, GatePolicy(min_entailment=0.83, grounded_entailment=0.7),
+                      SlotsVerifier())  # fmt: skip
+    assert (await strict.review(_plain_fix(), _passages())).status == "flagged"
+
+
+async def test_the_grounded_bar_needs_every_slot_of_the_edit_stated() -> None:
+    nli = NLIVerifier(RulePairScorer(_middling))
+    gate = EditGate(HybridVerifier(nli, SlotsVerifier()), nli, GatePolicy(min_entailment=0.83, grounded_entailment=0.5),
+                    SlotsVerifier())  # fmt: skip
+    # 'a second Nobel Prize' is not in the Chemistry sentence
+    revision = await gate.review(_result(ORIGINAL.replace("1915", "1911"), [("1915", "1911", CHEMISTRY)]), _passages())
+    assert revision.status == "flagged"
+
+
+def test_a_value_of_another_verb_is_not_in_the_same_role() -> None:
+    sentence = "The Moon is moving away from Earth by about 3.8 centimetres a year."
+    start = sentence.index("about 3.8 centimetres")
+    edit = Edit(start=start, end=start + 21, original="about 3.8 centimetres", replacement="about 3,474 kilometres",
+                tag="entity")  # fmt: skip
+    assert not same_role(sentence, edit, "Its diameter is about 3,474 kilometres.")
+    assert same_role(sentence, edit.model_copy(update={"replacement": "about 3.5 centimetres"}),
+                     "It is moving away from Earth by about 3.5 centimetres a year.")  # fmt: skip
+
+
+async def test_a_name_the_passage_states_for_something_else_is_not_replaced() -> None:
+    """'born in Oxford' where he was born in Harrow and died in Oxford: the verb may be what is wrong."""
+    born = "Roger Bannister was born in Harrow on 23 March 1929."
+    claim = "Roger Bannister was born in Oxford."
+    start = claim.index("Oxford")
+    result = EditResult(original=claim, text=claim.replace("Oxford", "Harrow"), evidence_index=0, evidence_id="rb",
+                        edits=[Edit(start=start, end=start + 6, original="Oxford", replacement="Harrow", tag="entity",
+                                    evidence_id="rb", evidence=born)])  # fmt: skip
+    nli = NLIVerifier(RulePairScorer(_entails("Harrow")))
+    gate = EditGate(HybridVerifier(nli, SlotsVerifier()), nli, GatePolicy())
+    both = [Passage(id="rb", text=f"{born} He died in Oxford in 2018.", provider="index", source="rb.md")]
+    revision = await gate.review(result, both)
+    assert revision.status == "flagged" and "wrong verb" in revision.reason
+    alone = [Passage(id="rb", text=born, provider="index", source="rb.md")]
+    assert (await gate.review(result, alone)).status == "applied"

@@ -363,3 +363,49 @@ def test_detailed_verdict_goes_on_the_wire_as_a_plain_verdict() -> None:
     verdict.mismatches = [Mismatch(kind="date", span=(0, 1), text="x", replacement="y", evidence_index=0)]
     wire = SentenceReport(index=0, start=0, end=1, text="x", verdict=verdict).model_dump()["verdict"]
     assert set(wire) == {"label", "scores", "evidence_id", "evidence_sentence", "span", "reason", "backend"}
+
+
+# --- the claim's event decides, not a value stated elsewhere --------------------------------
+
+COLUMBUS = (
+    "Christopher Columbus was a navigator from Genoa. He made four voyages across the Atlantic between 1492 "
+    "and 1504. His first voyage left Palos de la Frontera on 3 August 1492 with three ships."
+)
+
+
+async def test_a_value_stated_outside_the_event_does_not_support_the_claim() -> None:
+    claim = "Christopher Columbus's first voyage left Palos de la Frontera on 3 August 1492 with four ships."
+    verdict = await SlotsVerifier().verify(claim, passages_from_texts([COLUMBUS]))
+    assert verdict.label == "contradictory", verdict.reason
+    assert verdict.mismatches[0].text == "four" and verdict.mismatches[0].replacement == "three"
+
+
+async def test_a_value_the_event_states_is_supported() -> None:
+    claim = "Christopher Columbus's first voyage left Palos de la Frontera on 3 August 1492 with three ships."
+    assert (await SlotsVerifier().verify(claim, passages_from_texts([COLUMBUS]))).label == "attributable"
+
+
+def _titled(title: str, text: str) -> list[Passage]:
+    return [Passage(id="1", text=text, title=title, provider="index", source="x.md")]
+
+
+async def test_the_passage_title_names_its_topic() -> None:
+    text = "His works include about 39 plays, among them Hamlet and Romeo and Juliet, and 154 sonnets."
+    claim = "Shakespeare's works include about 39 plays and 154 sonnets."
+    verdict = await SlotsVerifier().verify(claim, _titled("William Shakespeare", text))
+    assert verdict.label == "attributable", verdict.reason
+
+
+async def test_hybrid_a_name_mismatch_overrides_strong_entailment() -> None:
+    evidence = passages_from_texts(["Newton was knighted by Queen Anne in 1705."])
+    verdict = await _hybrid(lambda p, h: [0.95, 0.03, 0.02]).verify("Newton was knighted by Queen Victoria in 1705.", evidence)
+    assert verdict.label == "contradictory" and verdict.replacement == "Queen Anne"
+
+
+async def test_alignment_takes_a_repeated_sentence_once() -> None:
+    sentence = "The canal is about 193 kilometres long."
+    passages = passages_from_texts([f"{sentence} It has no locks.", f"It opened in 1869. {sentence}"])
+    aligned = await Aligner().align("The canal is 193 kilometres long.", split_passages(passages), 4)
+    texts = [a.sentence.text for a in aligned]
+    assert texts.count(sentence) == 1 and len(texts) == 3
+    assert aligned[0].sentence.passage_index == 0

@@ -17,7 +17,7 @@ from middleware.revise.editors import LLMEditor, SlotsEditor
 from middleware.revise.guards import GuardedEditor
 from middleware.revise.prompts import parse_agreement, parse_edit
 from middleware.settings import load_settings
-from middleware.types import Passage
+from middleware.types import Passage, Revision
 from tests.support.pipeline_doubles import LoopbackChat, fenced, unfenced
 
 
@@ -228,3 +228,47 @@ def test_eval_verifier_is_hybrid_only_when_an_nli_model_is_available(tmp_path) -
     assert nli_available(load_settings(**{"runtime.nli_model": str(tmp_path / "export")}))
     with pytest.raises(ValueError):
         build_eval_verifier(settings, "magic")
+
+
+MARCH = "Gandhi led the march in 1932."
+MARCH_PASSAGES = [
+    Passage(id="march", text="In 1930 Gandhi led the march to the sea.", provider="t", source="s"),
+    Passage(id="plan", text="The march Gandhi led was planned in 1869.", provider="t", source="s"),
+]
+
+
+def _march_verdict() -> DetailedVerdict:
+    at, ev = MARCH.index("1932"), MARCH_PASSAGES[0].text.index("1930")
+    mismatch = Mismatch(kind="date", span=(at, at + 4), text="1932", replacement="1930", evidence_index=0,
+                        evidence_span=(ev, ev + 4))  # fmt: skip
+    return DetailedVerdict(label="contradictory", mismatches=[mismatch], unsupported=[(at, at + 4)], evidence_index=0)
+
+
+async def test_slots_editor_tries_the_verifiers_mismatch_first() -> None:
+    """A value from a sentence about another event (the planning) may re-verify better with a
+    lenient verifier; the mismatch, from the sentence about the claim's event, goes first."""
+    lenient = RecordingVerifier(lambda text: "attributable" if "1869" in text else "extrapolatory")
+    editor = SlotsEditor(lenient)
+    assert any("1869" in c.replacement for c in await editor.candidates(MARCH, _march_verdict(), MARCH_PASSAGES))
+    result = await editor.edit(MARCH, _march_verdict(), MARCH_PASSAGES)
+    assert result.text == "Gandhi led the march in 1930."
+
+
+class RefusingGate:
+    """A gate double that refuses every revision, naming its evidence sentence."""
+
+    def __init__(self) -> None:
+        self.reviewed: list[str] = []
+
+    async def review(self, result, evidence, context=None) -> Revision:  # noqa: ANN001
+        self.reviewed.append(result.text)
+        return Revision(status="flagged", reason=f"refused {result.text}", suggested=result.text,
+                        evidence_sentence=result.edits[0].evidence)  # fmt: skip
+
+
+async def test_a_refused_revision_is_reported_as_the_best_candidate_was() -> None:
+    gate = RefusingGate()
+    lenient = RecordingVerifier(lambda text: "attributable" if "1869" in text or "1930" in text else "contradictory")
+    result = await SlotsEditor(lenient, gate=gate).edit(MARCH, _march_verdict(), MARCH_PASSAGES)  # type: ignore[arg-type]
+    assert not result.changed and len(gate.reviewed) >= 2  # the next try left the refused sentence out
+    assert result.revision is not None and result.revision.suggested == "Gandhi led the march in 1930."

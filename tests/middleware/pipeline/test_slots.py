@@ -1,0 +1,44 @@
+"""Slot extraction: ages, durations and month names inside proper names."""
+
+from __future__ import annotations
+
+import pytest
+
+from middleware.pipeline.slots import analyse, slots_agree
+
+
+def _slots(text: str) -> dict[str, str]:
+    return {s.text: s.group for s in analyse(text).slots}
+
+
+@pytest.mark.parametrize(
+    ("text", "age"),
+    [
+        ("Elvis Presley died at Graceland on 16 August 1977, aged 45.", "45"),
+        ("In 1963, at the age of 21, he was diagnosed with motor neurone disease.", "21"),
+    ],
+)
+def test_an_age_is_a_slot_on_its_number(text: str, age: str) -> None:
+    assert _slots(text)[age] == "quantity:age"
+
+
+def test_ages_compare_by_value() -> None:
+    (a,) = [s for s in analyse("Presley died in 1977, aged 45.").slots if s.group == "quantity:age"]
+    (b,) = [s for s in analyse("Presley died in 1977, aged 42.").slots if s.group == "quantity:age"]
+    (c,) = [s for s in analyse("He died in 1977, aged 42.").slots if s.group == "quantity:age"]
+    assert slots_agree(a, b) is False and slots_agree(b, c) is True
+
+
+def test_a_duration_tagged_time_is_a_slot() -> None:
+    assert _slots("Wilbur flew 852 feet in 59 seconds.")["59 seconds"] == "quantity:time"
+
+
+def test_a_clock_time_is_no_slot() -> None:
+    assert not [s for s in analyse("The meeting started at 10:30 pm.").slots if s.label == "TIME"]
+
+
+def test_a_month_that_ends_a_name_is_part_of_the_name() -> None:
+    slots = _slots("Mahatma Gandhi led the Salt March in 1932.")
+    assert "March" not in slots and "Salt March" in slots and slots["1932"] == "date"
+    assert _slots("He was born on 5 March.")["5 March"] == "date"
+    assert _slots("He arrived in March.")["March"] == "date"
