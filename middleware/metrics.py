@@ -80,7 +80,7 @@ REQUESTS = Counter("factcheck_requests_total", "Chat completion requests", ["mod
 
 # Model runtime
 BATCH_SIZE = Histogram(
-    "factcheck_batch_size", "Items per model inference", ["model"], buckets=(1, 2, 4, 8, 16, 32, 64, 128)
+    "factcheck_batch_size", "Items per model inference", ["model"], buckets=(1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
 )
 QUEUE_WAIT = Histogram(
     "factcheck_batch_queue_wait_seconds", "Time an item waited for its batch", ["model"], buckets=_LATENCY_BUCKETS

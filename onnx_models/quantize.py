@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from onnx_models.manifest import Manifest, checksum_files, is_export_dir, read_manifest
+from onnx_models.weights import WEIGHTS_INT8, quantize_weights_int8
 
 QUANTIZED_ROLES = ("model", "decoder")
 """Graphs that int8 quantises. A T5 encoder's activation outliers survive per-tensor dynamic
@@ -45,10 +46,16 @@ def quantize_int8(graph: Path) -> None:
 
 def apply_int8(directory: Path, manifest: Manifest) -> None:
     """Quantise the graphs of an fp32 export being built in ``directory``; update ``manifest``
-    (its checksums are left to the caller)."""
+    (its checksums are left to the caller). Each quantised graph also gets a weight-only int8
+    copy (``weights-int8`` variant): dynamic int8 runs on the CPU only, and that copy, about
+    as small, is what a GPU loads (``onnx_models.weights``)."""
     manifest.quantized_graphs = [role for role in manifest.graphs if role in QUANTIZED_ROLES]
     for role in manifest.quantized_graphs:
-        quantize_int8(Path(directory) / manifest.graphs[role])
+        graph = Path(directory) / manifest.graphs[role]
+        gpu_copy = graph.with_name(f"{graph.stem}.{WEIGHTS_INT8}.onnx")
+        quantize_weights_int8(graph, gpu_copy)
+        manifest.variants.setdefault(WEIGHTS_INT8, {})[role] = gpu_copy.name
+        quantize_int8(graph)
     manifest.quantization = "int8"
 
 

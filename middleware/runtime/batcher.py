@@ -3,7 +3,9 @@
 Callers ``await submit(item)`` (or ``submit_many``). A worker task collects items until there
 are ``max_batch`` of them or the oldest has waited ``max_wait_ms``, sorts what it took by size
 (token count) and cuts it into buckets so that short inputs are not padded to long ones, then
-runs each bucket through ``run_batch`` in a worker thread, leaving the event loop free.
+runs each bucket through ``run_batch`` in a worker thread, leaving the event loop free. With
+``in_flight`` above 1 (a GPU), that many batches run at once in as many threads, so the next
+batch is prepared while the device computes the last one.
 
 Guarantees: a caller cancelled before its batch runs is dropped from it; one cancelled while
 its batch runs gets nothing and harms no one; an exception from ``run_batch`` reaches exactly
@@ -50,6 +52,7 @@ class _Lane(Generic[Item, Result]):
     arrived: asyncio.Event = field(default_factory=asyncio.Event)
     full: asyncio.Event = field(default_factory=asyncio.Event)
     worker: asyncio.Task[None] | None = None
+    running: set[asyncio.Task[None]] = field(default_factory=set)
 
 
 class BatcherClosed(RuntimeError):
@@ -74,6 +77,7 @@ class MicroBatcher(Generic[Item, Result]):
         name: str = "model",
         size_of: Callable[[Item], int] | None = None,
         pad_slack: int = 64,
+        in_flight: int = 1,
     ) -> None:
         if max_batch < 1:
             raise ValueError("max_batch must be at least 1")
@@ -83,7 +87,10 @@ class MicroBatcher(Generic[Item, Result]):
         self.name = name
         self.size_of = size_of or (lambda _item: 1)
         self.pad_slack = pad_slack
-        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"batch-{name}")
+        if in_flight < 1:
+            raise ValueError("in_flight must be at least 1")
+        self.in_flight = in_flight
+        self._executor = ThreadPoolExecutor(max_workers=in_flight, thread_name_prefix=f"batch-{name}")
         self._lanes: dict[asyncio.AbstractEventLoop, _Lane[Item, Result]] = {}
         self._lanes_lock = threading.Lock()
         self._closed = False
@@ -124,6 +131,9 @@ class MicroBatcher(Generic[Item, Result]):
         self._executor.shutdown(wait=False)
 
     async def _stop(self, lane: _Lane[Item, Result]) -> None:
+        for task in list(lane.running):
+            task.cancel()
+        await asyncio.gather(*lane.running, return_exceptions=True)
         if lane.worker is not None and not lane.worker.done():
             lane.worker.cancel()
             try:
@@ -164,10 +174,22 @@ class MicroBatcher(Generic[Item, Result]):
             taken = self._take(lane)
             try:
                 for bucket in self._buckets(taken):
-                    await self._run(lane.loop, bucket)
+                    if self.in_flight == 1:
+                        await self._run(lane.loop, bucket)
+                    else:
+                        await self._start(lane, bucket)
             except Exception as exc:  # a fault here must not strand the callers
                 log.exception("batcher %s failed outside inference", self.name)
                 self._settle(taken, exc)
+
+    async def _start(self, lane: _Lane[Item, Result], bucket: list[_Pending[Item, Result]]) -> None:
+        """Run ``bucket`` without waiting for it, once fewer than ``in_flight`` batches run: the
+        next batch is formed and tokenised while the device computes the last one."""
+        while len(lane.running) >= self.in_flight:
+            await asyncio.wait(lane.running, return_when=asyncio.FIRST_COMPLETED)
+        task = lane.loop.create_task(self._run(lane.loop, bucket))
+        lane.running.add(task)
+        task.add_done_callback(lane.running.discard)
 
     async def _fill(self, lane: _Lane[Item, Result]) -> None:
         """Wait until a batch is full or the oldest item's wait is up."""

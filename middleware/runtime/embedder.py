@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
+from tokenizers import Encoding
 
 from middleware.runtime.encoder import BatchedEncoder
 from middleware.settings import RuntimeSettings
@@ -24,11 +25,14 @@ class OnnxEmbedder(BatchedEncoder):
 
     async def embed(self, texts: Sequence[str]) -> np.ndarray:
         """Through the shared micro-batcher: for concurrent online callers."""
-        return await self._infer(await self.tokenizer.encode_async(texts), self.dim)
+        return await self._infer(list(texts), self.dim)
 
     def embed_sync(self, texts: Sequence[str], batch_size: int | None = None) -> np.ndarray:
         """Blocking, without the batcher: for offline jobs such as indexing."""
         return self._infer_sync(self.tokenizer.encode(texts), self.dim, batch_size)
+
+    def _encode_items(self, items: Sequence[str]) -> list[Encoding]:
+        return self.tokenizer.encode(items)
 
     def _postprocess(self, output: np.ndarray) -> np.ndarray:
         return normalize(output)

@@ -1,6 +1,8 @@
 """onnxruntime sessions: provider choice, thread settings, and one session per model file.
 
-Sessions are shared process-wide (``get_session``), keyed by file, provider and thread
+``load_graph`` picks the file of an export for the device and ``runtime.precision``
+(``middleware.runtime.precision``) and logs which file and precision it loaded. Sessions are
+shared process-wide (``get_session``), keyed by file, precision, provider and thread
 settings; ``InferenceSession.run`` is thread-safe, so the batchers' worker threads and offline
 jobs use the same session. On CUDA inputs and outputs go through IO binding, and inputs that
 are reused across calls (a decoder's encoder states) can be placed on the device once.
@@ -8,6 +10,7 @@ are reused across calls (a decoder's encoder states) can be placed on the device
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 from collections.abc import Mapping
@@ -18,7 +21,10 @@ from typing import Any
 import numpy as np
 import onnxruntime as ort
 
+from middleware.runtime.precision import Device, GraphChoice, Int8OnCuda, choose_graph
 from middleware.settings import RuntimeSettings
+from onnx_models.manifest import Manifest
+from onnx_models.weights import prepared_graph
 
 log = logging.getLogger(__name__)
 
@@ -34,7 +40,8 @@ def _cuda_help(detail: str) -> str:
     return (
         f"runtime.provider is 'cuda' but {detail}. CUDA needs the onnxruntime-gpu package "
         "(pip uninstall onnxruntime && pip install onnxruntime-gpu==1.31.1, or the [gpu] extra) and an "
-        "NVIDIA GPU with its driver, CUDA 12 and cuDNN 9 visible (check with nvidia-smi). "
+        "NVIDIA GPU with its driver, CUDA 13 and cuDNN 9 visible (onnxruntime-gpu 1.31.1 is built for "
+        "CUDA 13, not 12; check with nvidia-smi). "
         "Set FACTCHECK_RUNTIME__PROVIDER=cpu or auto to run on the CPU."
     )
 
@@ -48,10 +55,28 @@ def choose_providers(provider: str) -> list[str]:
     if provider == "cuda":
         if CUDA not in available:
             raise ProviderUnavailable(_cuda_help(f"this onnxruntime offers only {available}"))
+        _preload_cuda_libraries()
         return [CUDA, CPU]
     if provider == "auto":
-        return [CUDA, CPU] if CUDA in available else [CPU]
+        if CUDA not in available:
+            return [CPU]
+        _preload_cuda_libraries()
+        return [CUDA, CPU]
     raise ValueError(f"unknown runtime.provider {provider!r}; expected auto, cpu or cuda")
+
+
+@functools.cache
+def _preload_cuda_libraries() -> None:
+    """Load CUDA and cuDNN from the ``nvidia-*`` pip packages (as PyTorch installs them) when
+    they are there, so onnxruntime-gpu finds them without LD_LIBRARY_PATH; a system CUDA is
+    found by the loader anyway."""
+    preload = getattr(ort, "preload_dlls", None)
+    if preload is None:
+        return
+    try:
+        preload()
+    except Exception as exc:  # noqa: BLE001 - missing pip CUDA packages: the system's may do
+        log.info("onnxruntime.preload_dlls found no CUDA pip packages (%s)", exc)
 
 
 def session_options(settings: RuntimeSettings) -> ort.SessionOptions:
@@ -68,21 +93,35 @@ def session_options(settings: RuntimeSettings) -> ort.SessionOptions:
 
 class OnnxSession:
     """One model file loaded on one provider. ``run`` takes numpy feeds (or device values from
-    ``to_device``) and returns numpy outputs in ``output_names`` order."""
+    ``to_device``) and returns numpy outputs in ``output_names`` order. ``choice`` (from
+    ``load_graph``) says how the file stores its weights and the precision to compute in;
+    without it the file is loaded as it is."""
 
-    def __init__(self, path: Path, settings: RuntimeSettings, io_binding: bool | None = None) -> None:
+    def __init__(
+        self,
+        path: Path,
+        settings: RuntimeSettings,
+        io_binding: bool | None = None,
+        choice: GraphChoice | None = None,
+        providers: list[str] | None = None,
+    ) -> None:
         self.path = Path(path)
-        wanted = choose_providers(settings.provider)
-        self.session = ort.InferenceSession(str(self.path), session_options(settings), providers=wanted)
+        self.precision = choice.compute if choice else "as stored"
+        wanted = providers or choose_providers(settings.provider)
+        source: str | bytes = str(self.path)
+        if choice is not None and choice.converted:
+            source = prepared_graph(self.path, choice.compute)
+        self.session = ort.InferenceSession(source, session_options(settings), providers=wanted)
         active = self.session.get_providers()
         if settings.provider == "cuda" and CUDA not in active:
             raise ProviderUnavailable(_cuda_help("the CUDA provider failed to start (no GPU visible?)"))
         self.provider = active[0]
-        self.device = "cuda" if self.provider == CUDA else "cpu"
+        self.device: Device = "cuda" if self.provider == CUDA else "cpu"
         self.io_binding = self.provider == CUDA if io_binding is None else io_binding
         self.input_names = [i.name for i in self.session.get_inputs()]
         self.output_names = [o.name for o in self.session.get_outputs()]
-        log.info("loaded %s on %s", self.path, self.provider)
+        what = choice.describe() if choice else self.path.name
+        log.info("loaded %s from %s on %s", what, self.path.parent, self.provider)
 
     def run(self, feeds: Mapping[str, Any]) -> list[np.ndarray]:
         if self.io_binding:
@@ -113,7 +152,8 @@ class OnnxSession:
 class _Key:
     path: str
     mtime_ns: int  # a re-exported file gets a new session
-    provider: str
+    compute: str | None
+    providers: tuple[str, ...]
     intra: int
     inter: int
     spinning: bool
@@ -123,13 +163,35 @@ _SESSIONS: dict[_Key, OnnxSession] = {}
 _LOCK = threading.Lock()
 
 
-def get_session(path: Path, settings: RuntimeSettings) -> OnnxSession:
+def load_graph(directory: Path, manifest: Manifest, role: str, settings: RuntimeSettings) -> OnnxSession:
+    """The shared session for graph ``role`` of the export in ``directory``: the file and
+    precision ``runtime.precision`` asks for on this device. With ``provider: auto`` a model
+    that CUDA cannot run (only a dynamically quantised int8 graph) runs on the CPU, with a
+    warning; with ``provider: cuda`` that is an error."""
+    providers = choose_providers(settings.provider)
+    device: Device = "cuda" if providers[0] == CUDA else "cpu"
+    try:
+        choice = choose_graph(directory, manifest, role, device, settings.precision)
+    except Int8OnCuda as exc:
+        if settings.provider == "cuda":
+            raise ProviderUnavailable(str(exc)) from None
+        log.warning("%s; running it on the CPU", exc)
+        providers = [CPU]
+        choice = choose_graph(directory, manifest, role, "cpu", settings.precision)
+    return get_session(choice.path, settings, choice, providers)
+
+
+def get_session(
+    path: Path, settings: RuntimeSettings, choice: GraphChoice | None = None, providers: list[str] | None = None
+) -> OnnxSession:
     """The process-wide session for ``path`` under these settings (created on first use)."""
     resolved = Path(path).resolve()
+    wanted = providers or choose_providers(settings.provider)
     key = _Key(
         str(resolved),
         resolved.stat().st_mtime_ns,
-        settings.provider,
+        choice.compute if choice and choice.converted else None,
+        tuple(wanted),
         settings.intra_op_threads,
         settings.inter_op_threads,
         settings.thread_spinning,
@@ -137,7 +199,7 @@ def get_session(path: Path, settings: RuntimeSettings) -> OnnxSession:
     with _LOCK:
         session = _SESSIONS.get(key)
         if session is None:
-            session = _SESSIONS[key] = OnnxSession(Path(key.path), settings)
+            session = _SESSIONS[key] = OnnxSession(Path(key.path), settings, choice=choice, providers=wanted)
         return session
 
 

@@ -22,6 +22,7 @@ import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
+from middleware.runtime.onnx_session import CUDA, choose_providers
 from middleware.settings import RuntimeSettings
 from onnx_models.manifest import TASKS, ManifestError, is_export_dir, read_manifest
 from onnx_models.quantize import quantize_export
@@ -31,7 +32,13 @@ log = logging.getLogger(__name__)
 
 
 def default_quantization(task: str, settings: RuntimeSettings) -> str:
-    """The quantisation settings ask for when a model of ``task`` is exported."""
+    """The quantisation settings ask for when a model of ``task`` is exported: none when the
+    model will run on CUDA or ``runtime.precision`` asks for floating point (dynamically
+    quantised int8 has no CUDA kernels), else the task's ``*_quantize`` setting."""
+    if settings.precision in ("fp32", "fp16"):
+        return "none"
+    if settings.precision == "auto" and choose_providers(settings.provider)[0] == CUDA:
+        return "none"
     if task == "embed":
         return settings.embed_quantize
     if task == "seq2seq":

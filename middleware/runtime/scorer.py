@@ -36,11 +36,14 @@ class OnnxPairScorer(BatchedEncoder):
 
     async def score(self, pairs: Sequence[tuple[str, str]]) -> np.ndarray:
         """Through the shared micro-batcher: [n, len(labels)] probabilities."""
-        return await self._infer(await self.tokenizer.encode_pairs_async(pairs), len(self.labels))
+        return await self._infer(list(pairs), len(self.labels))
 
     def score_sync(self, pairs: Sequence[tuple[str, str]], batch_size: int | None = None) -> np.ndarray:
         """Blocking, without the batcher: for offline evaluation."""
         return self._infer_sync(self.tokenizer.encode_pairs(pairs), len(self.labels), batch_size)
+
+    def _encode_items(self, items: Sequence[tuple[str, str]]) -> list[Encoding]:
+        return self.tokenizer.encode_pairs(items)
 
     def _warmup_encodings(self) -> list[Encoding]:
         return self.tokenizer.encode_pairs([("warm up", "warm up")])

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from middleware.runtime.onnx_session import get_session
+from middleware.runtime.onnx_session import load_graph
 from middleware.runtime.tokenizer import TextTokenizer
 from middleware.settings import RuntimeSettings
 from onnx_models.manifest import read_manifest
@@ -49,8 +49,8 @@ class OnnxSeq2Seq:
         self.tokenizer = TextTokenizer(
             self.directory / "tokenizer.json", self.manifest.max_length, self.manifest.inputs["encoder"]
         )
-        self.encoder = get_session(self.directory / self.manifest.graphs["encoder"], settings)
-        self.decoder = get_session(self.directory / self.manifest.graphs["decoder"], settings)
+        self.encoder = load_graph(self.directory, self.manifest, "encoder", settings)
+        self.decoder = load_graph(self.directory, self.manifest, "decoder", settings)
         tokens = self.manifest.special_tokens
         self.pad_id, self.eos_id, self.start_id = tokens["pad"], tokens["eos"], tokens["decoder_start"]
         self.generate(["warm up"], max_new_tokens=2)

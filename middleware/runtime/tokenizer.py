@@ -3,8 +3,9 @@ library (no transformers import), truncated to the manifest's length, padded per
 
 A text is cut to ``max_length * MAX_CHARS_PER_TOKEN`` characters before it is tokenised:
 ``tokenizers`` truncates only after tokenising the whole text, and a 900 KB document took
-seconds. Online callers use ``encode_async``/``encode_pairs_async``, which tokenise a large
-batch in a worker thread (the Rust library releases the GIL) instead of on the event loop."""
+seconds. The served models tokenise each batch in their batcher's worker thread
+(``middleware.runtime.encoder``); ``encode_async`` does the same for other online callers,
+tokenising a large batch in a worker thread (the Rust library releases the GIL)."""
 
 from __future__ import annotations
 
@@ -54,13 +55,6 @@ class TextTokenizer:
         if sum(min(len(t), self.max_chars) for t in texts) <= INLINE_CHARS:
             return self.encode(texts)
         return await asyncio.to_thread(self.encode, texts)
-
-    async def encode_pairs_async(self, pairs: Sequence[tuple[str, str]]) -> list[Encoding]:
-        """``encode_pairs``, in a worker thread when the batch is large."""
-        size = sum(min(len(a), self.max_chars) + min(len(b), self.max_chars) for a, b in pairs)
-        if size <= INLINE_CHARS:
-            return self.encode_pairs(pairs)
-        return await asyncio.to_thread(self.encode_pairs, pairs)
 
     def collate(self, encodings: Sequence[Encoding]) -> dict[str, np.ndarray]:
         width = max((len(e.ids) for e in encodings), default=0)

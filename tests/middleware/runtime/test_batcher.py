@@ -167,3 +167,49 @@ def test_two_event_loops_in_two_threads_share_a_batcher() -> None:
     assert results["main"] == [2 * i for i in range(12)]
     assert results["thread"] == [2 * (100 + i) for i in range(12)]
     assert all(max(b) < 100 or min(b) >= 100 for b in run.batches)  # one loop's futures per batch
+
+
+async def test_batches_in_flight_overlap_in_their_own_threads() -> None:
+    """With in_flight=2 the next batch runs while the last is still computing; every caller
+    still gets its own result."""
+    active, peak, lock = [0], [0], threading.Lock()
+
+    def run(items: list[int]) -> list[int]:
+        with lock:
+            active[0] += 1
+            peak[0] = max(peak[0], active[0])
+        time.sleep(0.05)
+        with lock:
+            active[0] -= 1
+        return [2 * x for x in items]
+
+    batcher = MicroBatcher(run, max_batch=4, max_wait_ms=1, name="t-in-flight", in_flight=2)
+    results = await asyncio.gather(*(batcher.submit(i) for i in range(16)))
+    assert results == [2 * i for i in range(16)]
+    assert peak[0] == 2
+    await batcher.aclose()
+
+
+async def test_one_batch_in_flight_runs_batches_one_after_another() -> None:
+    active, peak = [0], [0]
+
+    def run(items: list[int]) -> list[int]:
+        active[0] += 1
+        peak[0] = max(peak[0], active[0])
+        time.sleep(0.02)
+        active[0] -= 1
+        return items
+
+    batcher = MicroBatcher(run, max_batch=4, max_wait_ms=1, name="t-one-in-flight")
+    await asyncio.gather(*(batcher.submit(i) for i in range(16)))
+    assert peak[0] == 1
+    await batcher.aclose()
+
+
+async def test_closing_cancels_batches_in_flight() -> None:
+    batcher = MicroBatcher(Recorder(delay=0.2), max_batch=2, max_wait_ms=1, name="t-close-in-flight", in_flight=2)
+    calls = [asyncio.ensure_future(batcher.submit(i)) for i in range(4)]
+    await asyncio.sleep(0.05)
+    await batcher.aclose()
+    outcomes = await asyncio.gather(*calls, return_exceptions=True)
+    assert all(isinstance(o, BatcherClosed) for o in outcomes)

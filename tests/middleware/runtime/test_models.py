@@ -471,3 +471,78 @@ def test_export_command_writes_an_export(checkpoints: dict[str, Path], tmp_path:
     assert manifest.labels == ["attributable", "extrapolatory", "contradictory"]
     bad = CliRunner().invoke(app, ["export", "--model", "x", "--task", "classify"])
     assert bad.exit_code != 0 and "expected one of" in bad.output
+
+
+# ------------------------------------------------------------------ precisions by device
+
+
+def test_an_int8_export_ships_a_weight_only_copy_for_gpus(exports: dict[str, Path]) -> None:
+    import onnx
+
+    from onnx_models.weights import is_weight_only
+
+    for task in ("nli", "embed", "seq2seq"):
+        manifest = read_manifest(exports[f"{task}-int8"])
+        copies = manifest.variants["weights-int8"]
+        assert set(copies) == set(manifest.quantized_graphs)
+        for role, name in copies.items():
+            assert name in manifest.files and name != manifest.graphs[role]
+            model = onnx.load(str(exports[f"{task}-int8"] / name))
+            assert is_weight_only(model)
+            assert not any(n.op_type in ("MatMulInteger", "DynamicQuantizeLinear") for n in model.graph.node)
+
+
+@pytest.mark.parametrize("precision", ["fp32", "fp16"])
+async def test_the_weight_only_copy_computes_like_the_fp32_export(exports: dict[str, Path], precision: str) -> None:
+    """What a GPU would load (weights folded from int8, fp16 if asked) scores as the fp32 export
+    does, closer than dynamic int8 does, and a pair's scores do not depend on its batch."""
+    pairs = random_pairs(40, seed=21)
+    reference = OnnxPairScorer(exports["nli-fp32"], RuntimeSettings(provider="cpu"), "nli").score_sync(pairs)
+    settings = RuntimeSettings(provider="cpu", precision=precision)
+    scorer = OnnxPairScorer(exports["nli-int8"], settings, "nli")
+    assert scorer.session.path.name == "model.weights-int8.onnx" and scorer.session.precision == precision
+    assert not scorer.per_sequence
+    folded = scorer.score_sync(pairs)
+    dynamic = OnnxPairScorer(exports["nli-int8"], RuntimeSettings(provider="cpu"), "nli").score_sync(pairs)
+    assert np.abs(folded - reference).max() < 0.02
+    assert np.abs(folded - reference).mean() <= np.abs(dynamic - reference).mean()
+    alone = np.stack([scorer.score_sync([pair], 1)[0] for pair in pairs[:6]])
+    assert np.abs(alone - folded[:6]).max() < (1e-4 if precision == "fp32" else 2e-3)
+    await scorer.aclose()
+
+
+async def test_served_models_tokenise_in_the_batcher_thread(exports: dict[str, Path]) -> None:
+    import threading
+
+    scorer = OnnxPairScorer(exports["nli-fp32"], RuntimeSettings(provider="cpu"), "nli")
+    threads: list[int] = []
+    encode_pairs = scorer.tokenizer.encode_pairs
+
+    def recording(pairs: list[tuple[str, str]]) -> list[object]:
+        threads.append(threading.get_ident())
+        return encode_pairs(pairs)
+
+    scorer.tokenizer.encode_pairs = recording  # type: ignore[method-assign]
+    await scorer.score(random_pairs(3, seed=5))
+    assert threads and threading.get_ident() not in threads
+    await scorer.aclose()
+
+
+def test_the_bundled_verifier_loads_at_each_precision() -> None:
+    """The shipped export: int8 on the CPU by default; the weight-only copy a GPU loads gives
+    the same decisions at fp32 and fp16 (checked here on the CPU)."""
+    from middleware.runtime.precision import choose_graph
+    from onnx_models.sources import bundled_export
+
+    directory = bundled_export("bundled", "nli")
+    assert directory is not None
+    manifest = read_manifest(directory)
+    assert choose_graph(directory, manifest, "model", "cpu", "auto").path.name == "model.onnx"
+    assert choose_graph(directory, manifest, "model", "cuda", "auto").path.name == "model.weights-int8.onnx"
+    pairs = [("The tower was completed in 1889 for the World's Fair.", "The tower was completed in 1889."),
+             ("The tower was completed in 1889 for the World's Fair.", "The tower was completed in 1901."),
+             ("Marie Curie was born in Warsaw.", "Marie Curie was born in Paris.")]
+    fp32 = OnnxPairScorer(directory, RuntimeSettings(provider="cpu", precision="fp32"), "nli").score_sync(pairs)
+    fp16 = OnnxPairScorer(directory, RuntimeSettings(provider="cpu", precision="fp16"), "nli").score_sync(pairs)
+    assert np.abs(fp32 - fp16).max() < 0.01
+    assert list(fp32.argmax(1)) == [0, 2, 2]
