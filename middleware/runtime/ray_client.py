@@ -153,10 +153,11 @@ def describe(endpoint: Endpoint, kind: str, spec: str, startup_s: float) -> dict
 class RayEmbedder:
     """``middleware.interfaces.Embedder`` on the tier: rows L2-normalised float32 [n, dim]."""
 
-    def __init__(self, endpoint: Endpoint, info: dict[str, Any]) -> None:
+    def __init__(self, endpoint: Endpoint, info: dict[str, Any], sync_batch_size: int = 64) -> None:
         self.endpoint = endpoint
         self.name: str = info["name"]
         self.dim: int = int(info["dim"])
+        self.sync_batch_size = sync_batch_size
 
     async def embed(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:
@@ -164,9 +165,10 @@ class RayEmbedder:
         return _checked(decode_rows(await self.endpoint.post({"inputs": list(texts)})), len(texts), self.dim)
 
     def embed_sync(self, texts: Sequence[str], batch_size: int | None = None) -> np.ndarray:
-        if not texts:
-            return np.zeros((0, self.dim), dtype=np.float32)
-        return _checked(decode_rows(self.endpoint.post_sync({"inputs": list(texts)})), len(texts), self.dim)
+        """Blocking, for offline jobs such as indexing: ``batch_size`` texts per request."""
+        rows = [decode_rows(self.endpoint.post_sync({"inputs": list(chunk)}))
+                for chunk in _chunks(texts, batch_size or self.sync_batch_size)]
+        return _checked(np.concatenate(rows) if rows else np.zeros((0, self.dim), np.float32), len(texts), self.dim)
 
     async def aclose(self) -> None:
         await self.endpoint.aclose()
@@ -176,8 +178,9 @@ class RayPairScorer:
     """``middleware.interfaces.PairScorer`` on the tier (nli or rerank), with the served model's
     manifest (its max length and calibrated thresholds, which the NLI verifier reads)."""
 
-    def __init__(self, endpoint: Endpoint, info: dict[str, Any]) -> None:
+    def __init__(self, endpoint: Endpoint, info: dict[str, Any], sync_batch_size: int = 64) -> None:
         self.endpoint = endpoint
+        self.sync_batch_size = sync_batch_size
         self.task: str = info["kind"]
         self.name: str = info["name"]
         self.labels: list[str] = list(info["labels"])
@@ -190,10 +193,11 @@ class RayPairScorer:
         return _checked(decode_rows(answer), len(pairs), len(self.labels))
 
     def score_sync(self, pairs: Sequence[tuple[str, str]], batch_size: int | None = None) -> np.ndarray:
-        if not pairs:
-            return np.zeros((0, len(self.labels)), dtype=np.float32)
-        answer = self.endpoint.post_sync({"inputs": [list(pair) for pair in pairs]})
-        return _checked(decode_rows(answer), len(pairs), len(self.labels))
+        """Blocking, for offline evaluation: ``batch_size`` pairs per request."""
+        width = len(self.labels)
+        rows = [decode_rows(self.endpoint.post_sync({"inputs": [list(pair) for pair in chunk]}))
+                for chunk in _chunks(pairs, batch_size or self.sync_batch_size)]
+        return _checked(np.concatenate(rows) if rows else np.zeros((0, width), np.float32), len(pairs), width)
 
     async def aclose(self) -> None:
         await self.endpoint.aclose()
@@ -203,7 +207,7 @@ class RaySeq2Seq:
     """The seq2seq model's ``generate`` and ``generate_fused`` on the tier. Blocking, like the
     in-process model's: the pipeline calls them in worker threads."""
 
-    def __init__(self, endpoint: Endpoint, info: dict[str, Any]) -> None:
+    def __init__(self, endpoint: Endpoint, info: dict[str, Any], sync_batch_size: int = 64) -> None:
         self.endpoint = endpoint
         self.name: str = info["name"]
 
@@ -219,6 +223,10 @@ class RaySeq2Seq:
         if not isinstance(outputs, list) or len(outputs) != len(groups):
             raise _failed(f"{self.endpoint.url}: expected {len(groups)} outputs")
         return [str(output) for output in outputs]
+
+
+def _chunks(items: Sequence[Any], size: int) -> list[Sequence[Any]]:
+    return [items[start : start + size] for start in range(0, len(items), max(1, size))]
 
 
 def _checked(rows: np.ndarray, n: int, width: int) -> np.ndarray:
@@ -269,7 +277,8 @@ def remote_model(kind: str, spec: str, settings: RuntimeSettings) -> Any:
         client = _CLIENTS.get(key)
         if client is None:
             endpoint = Endpoint(url, settings.ray_timeout_s)
-            client = _CLIENTS[key] = _KINDS[kind](endpoint, describe(endpoint, kind, spec, settings.ray_startup_s))
+            info = describe(endpoint, kind, spec, settings.ray_startup_s)
+            client = _CLIENTS[key] = _KINDS[kind](endpoint, info, settings.sync_batch_size)
             log.info("%s model %r served by the Ray Serve tier at %s", kind, spec, url)
         return client
 

@@ -124,3 +124,10 @@ async def test_two_proxies_on_one_redis_enforce_one_per_key_limit(make_proxy, re
     statuses = [await _status((first, second)[i % 2].url, "key-a") for i in range(5)]
     assert statuses == [200, 200, 200, 429, 429]
     assert await _status(second.url, "key-b") == 200
+
+
+async def test_a_proxy_whose_redis_is_down_serves_and_limits_per_process(make_proxy) -> None:
+    proxy = await make_proxy(**{"server.api_keys": ["key-a"], "server.rate_limit_per_minute": 2,
+                                "server.rate_limit_store": "redis",
+                                "evidence.redis_url": f"redis://127.0.0.1:{free_port()}/0"})
+    assert [await _status(proxy.url, "key-a") for _ in range(3)] == [200, 200, 429]

@@ -96,8 +96,10 @@ async def test_served_models_answer_as_the_local_ones(tier: RayTier) -> None:
     assert (embedder.name, embedder.dim) == (local_embedder.name, local_embedder.dim)
     assert scorer.labels == local_scorer.labels and scorer.manifest == local_scorer.manifest
     np.testing.assert_allclose(await embedder.embed(TEXTS), local_embedder.embed_sync(TEXTS), atol=1e-6)
-    np.testing.assert_allclose(embedder.embed_sync(TEXTS), local_embedder.embed_sync(TEXTS), atol=1e-6)
+    np.testing.assert_allclose(embedder.embed_sync(TEXTS, batch_size=3), local_embedder.embed_sync(TEXTS), atol=1e-6)
     np.testing.assert_allclose(await scorer.score(PAIRS), local_scorer.score_sync(PAIRS), atol=1e-6)
+    np.testing.assert_allclose(scorer.score_sync(PAIRS, batch_size=3), local_scorer.score_sync(PAIRS), atol=1e-6)
+    assert embedder.embed_sync([]).shape == (0, embedder.dim) and scorer.score_sync([]).shape == (0, 3)
     assert (await embedder.embed([])).shape == (0, embedder.dim)
     await embedder.aclose()
     await scorer.aclose()
