@@ -89,6 +89,9 @@ def test_the_ray_nodes_form_one_cluster_with_the_ray_extra() -> None:
     for name in ("ray-head", "ray-worker"):
         dockerfile = SERVICES[name]["build"]["dockerfile_inline"]
         assert 'pip install ".[ray]"' in dockerfile and SERVICES[name]["image"] == SERVICES["ray-head"]["image"]
+        # the worker joins with the cluster token the head writes to ~/.ray (HOME is /data)
+        assert "factcheck-ray-auth:/data/.ray" in SERVICES[name]["volumes"] and "/data/.ray" in dockerfile
+    assert "factcheck-ray-auth" in COMPOSE["volumes"]
 
 
 def test_dollars_are_interpolations_or_escaped() -> None:

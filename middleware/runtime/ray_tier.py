@@ -70,9 +70,6 @@ def main(argv: list[str] | None = None) -> int:
     from middleware.runtime.ray_client import ROUTES
     from middleware.runtime.ray_serve import application, model_specs
 
-    stop = threading.Event()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, lambda *_: stop.set())
     if local:
         ray.init(address="local", num_cpus=args.num_cpus, include_dashboard=False,
                  object_store_memory=args.object_store_mb * 1024 * 1024, log_to_driver=False,
@@ -89,6 +86,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"ready http://{args.host}:{args.port} node={node} models={','.join(specs)}", flush=True)
         if not (local or args.block):
             return 0
+        stop = threading.Event()  # from here on SIGTERM/SIGINT remove the applications (before: they end us)
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(sig, lambda *_: stop.set())
         stop.wait()
         for kind in specs:
             serve.delete(kind)
