@@ -64,8 +64,18 @@ def build_app(settings: Settings, checker: Checker | None = None, upstream: Upst
     with the browser UI."""
     from adapters.ui import add_ui_routes
 
-    return create_app(settings, checker if checker is not None else build_checker(settings),
-                      upstream if upstream is not None else build_upstream(settings), add_routes=add_ui_routes)
+    app = create_app(settings, checker if checker is not None else build_checker(settings),
+                     upstream if upstream is not None else build_upstream(settings), add_routes=add_ui_routes)
+    if settings.runtime.backend == "ray":
+        app.on_cleanup.append(_close_tier_sessions)
+    return app
+
+
+async def _close_tier_sessions(app: web.Application) -> None:
+    """The HTTP sessions to the Ray tier end with the app (``runtime.backend: ray``)."""
+    from middleware.runtime.ray_client import close_remote_sessions
+
+    await close_remote_sessions()
 
 
 def demo_upstream_app(token_rate: float = 0.0) -> web.Application:

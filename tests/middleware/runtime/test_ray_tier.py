@@ -168,7 +168,8 @@ async def test_pipeline_on_the_tier_gives_the_local_verdicts(tier: RayTier, inde
 async def test_tier_down_mid_service_checks_unverified_stream_intact(make_proxy, tier: RayTier, index_dir: str) -> None:
     """Runs last in the module: it stops the tier."""
     checker = build_checker(pipeline_settings(index_dir, tier))
-    proxy = await make_proxy(checker, **{"check.sentence_budget_s": 20})
+    proxy = await make_proxy(checker, **{"check.sentence_budget_s": 20, "runtime.backend": "ray",
+                                         "runtime.ray_serve_url": tier.url})  # its cleanup closes the tier sessions
     up = await stream_events(proxy.url, chat_body(PIPELINE_TEXT))
     assert_clean_end(up, "annotate")
     assert any(r["verdict"]["label"] != "unverified" for r in reports_of(up))
