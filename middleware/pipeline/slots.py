@@ -155,8 +155,12 @@ def analysis_of(doc: Doc) -> Analysis:
     )
 
 
-def _role(span: Span | Token) -> Role:
+def _role(span: Span | Token, appositive: bool = False) -> Role:
+    """With ``appositive``, a name in apposition to a common noun plays that noun's role
+    ('with the French painter Georges Braque': the object of 'with')."""
     root = span.root if isinstance(span, Span) else span
+    if appositive and root.dep_ == "appos" and root.head.pos_ == "NOUN":
+        root = root.head
     head = root.head
     verb = next((t.lemma_.lower() for t in root.ancestors if t.pos_ in ("VERB", "AUX")), None)
     if head.dep_ in ("prep", "agent", "dative") and head.i != root.i:
@@ -194,7 +198,7 @@ def _entities(doc: Doc) -> Iterable[Slot]:
         span = _trim_determiner(ent)
         value = normalise_name(span.text)
         if value:
-            yield Slot("entity", ent.label_, span.text, span.start_char, span.end_char, value, _role(ent))
+            yield Slot("entity", ent.label_, span.text, span.start_char, span.end_char, value, _role(ent, True))
     # proper nouns the NER missed ("Einstein did not ...")
     run: list[Token] = []
     for token in [*doc, None]:
@@ -210,7 +214,7 @@ def _entities(doc: Doc) -> Iterable[Slot]:
                 span.start_char,
                 span.end_char,
                 normalise_name(span.text),
-                _role(span),
+                _role(span, True),
             )
         run = []
 
@@ -405,7 +409,7 @@ def slots_agree(a: Slot, b: Slot) -> bool | None:
     if a.kind == "entity" and b.kind == "entity":
         if names_match(a.text, b.text):
             return True
-        if a.group == b.group or "propn" in (a.group, b.group):
+        if a.group == b.group or "propn" in (a.group, b.group) or _same_series(a.text, b.text):
             return False
         return None
     if (
@@ -416,6 +420,16 @@ def slots_agree(a: Slot, b: Slot) -> bool | None:
     ):
         return _year_number_agree(a, b)
     return None
+
+
+def _same_series(a: str, b: str) -> bool:
+    """Two names of one series or kind that the NER may label differently: the same first or
+    last word, the rest different ('Gemini 12' / 'Gemini 8', 'Wake Island' / 'Howland Island',
+    'King Louis XII' / 'King Francis I')."""
+    x, y = a.split(), b.split()
+    if len(x) < 2 or len(y) < 2 or x == y:
+        return False
+    return x[0] == y[0] or x[-1] == y[-1]
 
 
 def role_similarity(a: Slot, b: Slot) -> float:

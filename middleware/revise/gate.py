@@ -13,7 +13,7 @@ An editor's revision is applied only if
    names (that is a swapped role, not a wrong name), the resulting name as the evidence
    writes it, and no 'one' before a plural noun;
 2. that sentence (decontextualised: a leading pronoun becomes its passage's title,
-   ``evidence_premise``) contradicts the original sentence: the pipeline's verifier on that
+   ``evidence_premise``; read under that title, ``_titled``) contradicts the original sentence: the pipeline's verifier on that
    sentence alone finds a contradiction, or every change puts the sentence's own number,
    date or name in place of one of the same type that disagrees with it;
 3. it entails the edited sentence: the verifier finds no contradiction there, and the NLI
@@ -93,7 +93,7 @@ class EditGate:
                 "verb, not the wrong name", grounding,
             )  # fmt: skip
         premises = list(dict.fromkeys([evidence_premise(grounding, None, title), evidence_premise(grounding, text, title)]))
-        single = [Passage(id=passage.id if passage else "evidence", text=premises[0], provider="gate", source="gate")]
+        single = _titled(premises[0], title, passage.id if passage else "evidence")
         before = await self.verifier.verify(result.original, single, context)
         after = await self.verifier.verify(result.text, single, context)
         scores: dict[str, float] = {}
@@ -115,7 +115,7 @@ class EditGate:
             return flag("the evidence sentence does not state every slot of the edited sentence")
         if self.nli is not None and scores["evidence_entails_edited"] < self.policy.min_entailment:
             floor = self.policy.min_entailment
-            if await self._grounded(result, premises[0], title, context):
+            if await self._grounded(result, single, context):
                 floor = self.policy.grounded_entailment
             if scores["evidence_entails_edited"] < floor:
                 return flag(
@@ -138,7 +138,7 @@ class EditGate:
         )
 
 
-    async def _grounded(self, result: EditResult, premise: str, title: str | None, context: str | None) -> bool:
+    async def _grounded(self, result: EditResult, single: list[Passage], context: str | None) -> bool:
         """Every change swaps a disagreeing value for the evidence sentence's, and the slots
         verifier finds the edited sentence wholly stated by that sentence, read under its
         passage's title (what the passage is about: 'Paris' for 'The city proper had a
@@ -148,9 +148,16 @@ class EditGate:
         grounding = result.edits[0].evidence
         if grounding is None or not all(same_role(result.original, edit, grounding) for edit in result.edits):
             return False
-        text = f"{title}. {premise}" if title and title not in premise else premise
-        single = [Passage(id="evidence", text=text, title=title, provider="gate", source="gate")]
         return (await self.slots.verify(result.text, single, context)).label == "attributable"
+
+
+def _titled(premise: str, title: str | None, passage_id: str) -> list[Passage]:
+    """The evidence sentence as the verifiers read it: under its passage's title when the
+    sentence does not name it (what the passage is about: 'Paris' for 'The city proper had a
+    population of about 2.1 million in 2021', 'Wimbledon Championships' for 'The women's
+    singles was added in 1884')."""
+    text = f"{title}. {premise}" if title and title not in premise else premise
+    return [Passage(id=passage_id, text=text, title=title, provider="gate", source="gate")]
 
 
 def _flagged(
@@ -194,9 +201,10 @@ def _named_elsewhere(result: EditResult, passage: str) -> str | None:
     likely a wrong verb as a wrong place, so 'Harrow' is no safe fix."""
     text = f" {normalise_name(passage)} "
     for edit in result.edits:
-        for slot in analyse(edit.original).slots:
-            if slot.kind == "entity" and (name := normalise_name(slot.text)) and f" {name} " in text:
-                return slot.text
+        old = edit.original.strip()
+        is_name = old[:1].isupper() or any(s.kind == "entity" for s in analyse(old).slots)
+        if is_name and (name := normalise_name(old)) and f" {name} " in text:
+            return old
     return None
 
 
@@ -366,7 +374,14 @@ def _anchored_value(old: str, sentence: str, new: str, evidence: str) -> bool | 
     claim = analyse(sentence)
     mine = next((s for s in claim.slots if old.strip() and old.strip() in s.text), None)
     stated = analyse(evidence).slots
-    values = [s for s in stated if mine is not None and s.kind != "entity" and s.group == mine.group]
+    others = [c for c in claim.slots if c is not mine]
+    # the evidence's values of the claim's type, but for those that state another slot of the
+    # claim ('32 piano sonatas and one opera, Fidelio': 'one' is the claim's own 'one')
+    values = [
+        s for s in stated
+        if mine is not None and s.kind != "entity" and s.group == mine.group
+        and not any(slots_agree(c, s) for c in others)
+    ]  # fmt: skip
     chosen = [s for s in values if new.strip() and new.strip() in s.text]
     if mine is None or len(values) < 2 or not chosen:
         return None

@@ -250,16 +250,25 @@ class SlotsVerifier:
         self, slot: Slot, claim: Analysis, lines: list[_Line], support: dict[Slot, _Line]
     ) -> _Found | None:
         """A same-type slot with another value, in the same role, in a strongly aligned
-        sentence about the same subject."""
-        if slot.role.dep in _SUBJECT_DEPS:
-            return None  # a different subject is usually coreference ('She', 'the film'), not an error
+        sentence about the same subject. A subject the evidence does not name is usually
+        referred to there ('She', 'the film'): it conflicts only with another name as the
+        subject of the same verb ('King Charles V moved the royal court' / 'King Philip II
+        moved the royal court')."""
+        subject = slot.role.dep in _SUBJECT_DEPS
+        if subject and slot.kind != "entity":
+            return None
         for line in lines:
-            if line.score < self.strong_align or not _same_subject(claim, line, support):
+            if line.score < self.strong_align or not (subject or _same_subject(claim, line, support)):
                 continue
             used = {
                 e for e in line.analysis.slots for c in claim.slots if c is not slot and slots_agree(c, e)
             }
             candidates = [e for e in line.analysis.slots if e not in used and slots_agree(slot, e) is False]
+            if subject:  # another name, not a part of it ('Wilbur' for 'Wilbur Wright')
+                candidates = [
+                    e for e in candidates
+                    if e.role.dep == slot.role.dep and e.role.verb == slot.role.verb and not _part_of(e.text, slot.text)
+                ]  # fmt: skip
             choice = _best_candidate(slot, candidates)
             if choice is not None:
                 return Mismatch(
@@ -373,6 +382,12 @@ def _names_topic(title: str, name: str) -> bool:
     return names_match(title, name) or bool(words) and words <= set(terms(title))
 
 
+def _part_of(a: str, b: str) -> bool:
+    """One name's words are all in the other's ('Wilbur' / 'Wilbur Wright')."""
+    x, y = set(terms(a)), set(terms(b))
+    return bool(x) and bool(y) and (x <= y or y <= x)
+
+
 def _share_word(a: str, b: str) -> bool:
     """Names sharing a word ('Aldrin' / 'Buzz Aldrin')."""
     return bool(set(terms(a)) & set(terms(b)))
@@ -389,8 +404,10 @@ def _event_lines(claim: Analysis, lines: list[_Line]) -> list[_Line]:
     verb = main.lemma if main is not None and main.lemma not in _LIGHT_VERBS else None
 
     def event_score(line: _Line) -> int:
-        agreeing = sum(1 for c in claim.slots if any(slots_agree(c, e) for e in line.analysis.slots))
-        return agreeing + int(verb is not None and any(r.lemma == verb for r in line.analysis.relations))
+        agreeing = sum(1 for c in claim.slots if _states_slot(c, line))
+        # the verb weighs as two names: 'Utzon resigned from the project in 1966' is the event of
+        # 'Jørn Utzon resigned from the Sydney Opera House project', not a sentence naming both
+        return agreeing + 2 * int(verb is not None and any(r.lemma == verb for r in line.analysis.relations))
 
     scores = [event_score(line) for line in lines]
     best = max(scores)
@@ -544,7 +561,8 @@ def _relation_supported(claim: Analysis, lines: list[_Line], support: dict[Slot,
         {main.lemma, stem(main.lemma), stem(main.text.lower())} & present
     ):
         return False
-    objects = [o for o in main.objects if o.isalpha() and o not in _STOP_OBJECTS]
+    # an object that is no term ('May' of 'on 25 May 1935' is a stop word) cannot be looked for
+    objects = [o for o in main.objects if o.isalpha() and o not in _STOP_OBJECTS and terms(o)]
     return all(o in present or stem(o) in present for o in objects)
 
 

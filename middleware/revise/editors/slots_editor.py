@@ -328,13 +328,17 @@ def _dimension(slot: Slot) -> str:
 
 def _in_name(sentence: str, start: int, end: int) -> bool:
     """A short number right after a capitalised word is part of a name ('Sputnik 1',
-    'Apollo 11'), not a count."""
+    'Apollo 11'), not a count; unless it counts the noun after it ('orbited the Earth 17
+    times')."""
     span = sentence[start:end].strip()
     before = sentence[:start].split()
     if not (span.isdigit() and len(span) <= 3 and before):
         return False
     word = before[-1].strip("-")
-    return word[:1].isupper() and word.lower() not in STOP_WORDS
+    if not (word[:1].isupper() and word.lower() not in STOP_WORDS):
+        return False
+    number = next((t for t in analyse(sentence).doc if t.idx == start), None)
+    return not (number is not None and number.dep_ == "nummod" and number.head.i > number.i)
 
 
 def _dedupe(sentence: str, candidates: list[Candidate]) -> list[Candidate]:
@@ -361,7 +365,10 @@ def _mismatch_candidates(sentence: str, verdict: DetailedVerdict, evidence: list
         passage = evidence[m.evidence_index].text
         grounding = _evidence_sentence(passage, m.evidence_span)
         before = passage[: m.evidence_span[0]] if m.kind == "entity" and m.evidence_span else None
-        for start, end, new in span_variants(sentence, m.span[0], m.span[1], m.replacement, before):
+        variants = span_variants(sentence, m.span[0], m.span[1], m.replacement, before)
+        if m.kind == "entity":  # a whole name for a whole name too: 'Gemini 12' -> 'Gemini 8' ('12' alone is a name's number)
+            variants = list(dict.fromkeys([*variants, (m.span[0], m.span[1], m.replacement)]))
+        for start, end, new in variants:
             out.append(Candidate(start, end, new, m.tag, m.evidence_index, grounding, "mismatch"))
     return out
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from middleware.pipeline.slots import analyse, slots_agree
+from middleware.pipeline.names import normalise_name
+from middleware.pipeline.slots import Role, Slot, analyse, slots_agree
 
 
 def _slots(text: str) -> dict[str, str]:
@@ -42,3 +43,20 @@ def test_a_month_that_ends_a_name_is_part_of_the_name() -> None:
     assert "March" not in slots and "Salt March" in slots and slots["1932"] == "date"
     assert _slots("He was born on 5 March.")["5 March"] == "date"
     assert _slots("He arrived in March.")["March"] == "date"
+
+
+def _name(text: str, label: str) -> Slot:
+    return Slot("entity", label, text, 0, len(text), normalise_name(text), Role("pobj", "of", "pilot", "fly"))
+
+
+def test_names_of_one_series_compare_whatever_their_labels() -> None:
+    """The NER labels 'Gemini 12' ORG in one sentence and 'Gemini 8' WORK_OF_ART in another."""
+    assert slots_agree(_name("Gemini 12", "ORG"), _name("Gemini 8", "WORK_OF_ART")) is False
+    assert slots_agree(_name("Wake Island", "LOC"), _name("Howland Island", "ORG")) is False
+    assert slots_agree(_name("Gemini 12", "ORG"), _name("Apollo 11", "WORK_OF_ART")) is None
+
+
+def test_a_name_in_apposition_to_a_noun_plays_the_nouns_role() -> None:
+    [braque] = [s for s in analyse("With the French painter Georges Braque he developed Cubism.").slots
+                if s.text == "Georges Braque"]  # fmt: skip
+    assert (braque.role.prep, braque.role.verb) == ("with", "develop")

@@ -9,7 +9,7 @@ import pytest
 
 from middleware.pipeline.verifiers import HybridVerifier, NLIVerifier, SlotsVerifier
 from middleware.revise.base import EditResult
-from middleware.revise.gate import EditGate, GatePolicy, evidence_premise, same_role
+from middleware.revise.gate import EditGate, GatePolicy, evidence_premise, same_role, value_problem
 from middleware.types import Edit, Passage
 from tests.support.pipeline_doubles import RulePairScorer
 
@@ -258,3 +258,35 @@ async def test_a_name_the_passage_states_for_something_else_is_not_replaced() ->
     assert revision.status == "flagged" and "wrong verb" in revision.reason
     alone = [Passage(id="rb", text=born, provider="index", source="rb.md")]
     assert (await gate.review(result, alone)).status == "applied"
+
+
+def test_a_value_another_claim_slot_states_is_no_rival() -> None:
+    """'32 piano sonatas and one opera, Fidelio': 'one' sits nearest the shared name but is the
+    claim's own 'one', so 'nine' may stand for 'ten'."""
+    claim = "Ludwig van Beethoven wrote ten symphonies, 32 piano sonatas and one opera, Fidelio."
+    evidence = "He wrote nine symphonies, 32 piano sonatas and one opera, Fidelio."
+    assert value_problem("ten", claim, "nine", evidence) is None
+
+
+async def test_the_evidence_sentence_is_read_under_its_passage_title() -> None:
+    """'The women's singles was added in 1884' under 'Wimbledon Championships' states 'at Wimbledon'."""
+    evidence = "The women's singles was added in 1884 and won by Maud Watson."
+    claim = "The women's singles was added at Wimbledon in 1894."
+    start = claim.index("1894")
+    result = EditResult(original=claim, text=claim.replace("1894", "1884"), evidence_index=0, evidence_id="w",
+                        edits=[Edit(start=start, end=start + 4, original="1894", replacement="1884", tag="entity",
+                                    evidence_id="w", evidence=evidence)])  # fmt: skip
+    nli = NLIVerifier(RulePairScorer(_middling_for("1884")))
+    gate = EditGate(HybridVerifier(nli, SlotsVerifier()), nli, GatePolicy(min_entailment=0.83, grounded_entailment=0.5),
+                    SlotsVerifier())  # fmt: skip
+    titled = [Passage(id="w", text=evidence, title="Wimbledon Championships", provider="index", source="w.md")]
+    assert (await gate.review(result, titled)).status == "applied"
+    untitled = [Passage(id="w", text=evidence, provider="index", source="w.md")]
+    assert (await gate.review(result, untitled)).status == "flagged"
+
+
+def _middling_for(value: str) -> Callable[[str, str], list[float]]:
+    def rule(premise: str, hypothesis: str) -> list[float]:
+        return [0.6, 0.3, 0.1] if value in hypothesis else [0.02, 0.08, 0.9]
+
+    return rule

@@ -409,3 +409,54 @@ async def test_alignment_takes_a_repeated_sentence_once() -> None:
     texts = [a.sentence.text for a in aligned]
     assert texts.count(sentence) == 1 and len(texts) == 3
     assert aligned[0].sentence.passage_index == 0
+
+
+async def test_the_event_sentence_is_the_one_with_the_claims_verb() -> None:
+    """Of two sentences naming the claim's names, the one with its verb is its event: 1966,
+    not the design competition's 1957."""
+    claim = "Jørn Utzon resigned from the Sydney Opera House project in 1963."
+    evidence = [
+        "The Sydney Opera House was designed by Jørn Utzon, who won its design competition in 1957. "
+        "Utzon resigned from the project in 1966."
+    ]
+    verdict = await SlotsVerifier(Aligner(HashingEmbedder()), strong_align=0.3).verify(claim, passages_from_texts(evidence))
+    assert verdict.label == "contradictory", verdict.reason
+    assert verdict.mismatches[0].replacement == "1966"
+
+
+@pytest.mark.parametrize(
+    ("claim", "evidence", "text", "replacement"),
+    [
+        # another name as the subject of the same verb
+        ("King Charles V moved the royal court to Madrid in 1561.",
+         "King Philip II moved the royal court to Madrid in 1561.", "Charles V", "Philip II"),
+        # names of one series, whatever the NER labels them
+        ("On 12 April 1961 Yuri Gagarin travelled into space aboard Vostok 2.",
+         "On 12 April 1961 Yuri Gagarin travelled into space aboard Vostok 1.", "Vostok 2", "Vostok 1"),
+        # a name in apposition plays its noun's role
+        ("With the French painter Henri Matisse, Pablo Picasso developed Cubism.",
+         "With the French painter Georges Braque, Pablo Picasso developed Cubism.", "Henri Matisse", "Georges Braque"),
+        # a count after a name is a count ('the Earth 17 times')
+        ("During her flight Valentina Tereshkova orbited the Earth 17 times.",
+         "During her flight Valentina Tereshkova orbited the Earth 48 times.", "17", "48"),
+    ],
+)  # fmt: skip
+async def test_names_and_counts_that_differ(claim: str, evidence: str, text: str, replacement: str) -> None:
+    verdict = await _slots_verifier().verify(claim, passages_from_texts([evidence]))
+    assert verdict.label == "contradictory", verdict.reason
+    assert (verdict.mismatches[0].text, verdict.mismatches[0].replacement) == (text, replacement)
+
+
+async def test_part_of_the_subjects_name_is_no_other_subject() -> None:
+    verdict = await _slots_verifier().verify("Wilbur Wright flew 852 feet in 59 seconds.",
+                                             passages_from_texts(["Wilbur flew 852 feet in 59 seconds."]))  # fmt: skip
+    assert verdict.label != "contradictory"
+
+
+async def test_a_stop_word_object_is_not_looked_for() -> None:
+    """'On 25 May 1935': 'May' is an object of the verb, and a stop word no evidence term can match."""
+    verdict = await _slots_verifier().verify(
+        "On 25 May 1935 Jesse Owens set three world records.",
+        passages_from_texts(["On 25 May 1935 Jesse Owens set three world records at a meet."]),
+    )
+    assert verdict.label == "attributable", verdict.reason

@@ -272,3 +272,37 @@ async def test_a_refused_revision_is_reported_as_the_best_candidate_was() -> Non
     result = await SlotsEditor(lenient, gate=gate).edit(MARCH, _march_verdict(), MARCH_PASSAGES)  # type: ignore[arg-type]
     assert not result.changed and len(gate.reviewed) >= 2  # the next try left the refused sentence out
     assert result.revision is not None and result.revision.suggested == "Gandhi led the march in 1930."
+
+
+def _mismatch(sentence: str, evidence: str, old: str, new: str, kind: str) -> DetailedVerdict:
+    at, ev = sentence.index(old), evidence.index(new)
+    mismatch = Mismatch(kind=kind, span=(at, at + len(old)), text=old, replacement=new, evidence_index=0,
+                        evidence_span=(ev, ev + len(new)))  # fmt: skip
+    return DetailedVerdict(label="contradictory", mismatches=[mismatch], unsupported=[(at, at + len(old))])
+
+
+async def test_a_name_with_a_number_is_replaced_whole() -> None:
+    """'Gemini 12' -> 'Gemini 8': the name's number alone is never touched, the whole name is."""
+    sentence = "As command pilot of Gemini 12 in March 1966, Armstrong docked two spacecraft."
+    evidence = "As command pilot of Gemini 8 in March 1966 he docked two spacecraft."
+    verdict = _mismatch(sentence, evidence, "Gemini 12", "Gemini 8", "entity")
+    found = await SlotsEditor(RecordingVerifier(lambda text: "attributable")).candidates(
+        sentence, verdict, [Passage(id="g", text=evidence, provider="t", source="s")]
+    )
+    changes = {(sentence[c.start : c.end], c.replacement) for c in found if c.source == "mismatch"}
+    assert ("Gemini 12", "Gemini 8") in changes and ("12", "8") not in changes
+
+
+async def test_a_count_after_a_name_may_be_replaced() -> None:
+    sentence = "During her flight Valentina Tereshkova orbited the Earth 17 times."
+    evidence = "During a flight of almost three days she orbited the Earth 48 times."
+    found = await SlotsEditor(RecordingVerifier(lambda text: "attributable")).candidates(
+        sentence, _mismatch(sentence, evidence, "17", "48", "number"), [Passage(id="v", text=evidence, provider="t", source="s")]
+    )
+    assert ("17", "48") in {(sentence[c.start : c.end], c.replacement) for c in found}
+    apollo = "Apollo 11 landed on the Moon in 1969."
+    found = await SlotsEditor(RecordingVerifier(lambda text: "attributable")).candidates(
+        apollo, _mismatch(apollo, "Apollo 12 landed on the Moon in 1969.", "11", "12", "number"),
+        [Passage(id="a", text="Apollo 12 landed on the Moon in 1969.", provider="t", source="s")],
+    )  # fmt: skip
+    assert not [c for c in found if apollo[c.start : c.end] == "11"]  # the number of a name
