@@ -198,11 +198,16 @@ def test_two_changes_may_not_name_one_place_twice() -> None:
 PLAIN = "She received the Nobel Prize in Chemistry in 1915."
 
 
+def _swap_from(claim: str, old: str, new: str, evidence: str, evidence_id: str = "curie") -> EditResult:
+    """One value of ``claim`` swapped for ``new`` from the evidence sentence ``evidence``."""
+    start = claim.index(old)
+    return EditResult(original=claim, text=claim.replace(old, new), evidence_index=0, evidence_id=evidence_id,
+                      edits=[Edit(start=start, end=start + len(old), original=old, replacement=new, tag="entity",
+                                  evidence_id=evidence_id, evidence=evidence)])  # fmt: skip
+
+
 def _plain_fix() -> EditResult:
-    start = PLAIN.index("1915")
-    return EditResult(original=PLAIN, text=PLAIN.replace("1915", "1911"), evidence_index=0, evidence_id="curie",
-                      edits=[Edit(start=start, end=start + 4, original="1915", replacement="1911", tag="entity",
-                                  evidence_id="curie", evidence=CHEMISTRY)])  # fmt: skip
+    return _swap_from(PLAIN, "1915", "1911", CHEMISTRY)
 
 
 def _middling(premise: str, hypothesis: str) -> list[float]:
@@ -247,10 +252,7 @@ async def test_a_name_the_passage_states_for_something_else_is_not_replaced() ->
     """'born in Oxford' where he was born in Harrow and died in Oxford: the verb may be what is wrong."""
     born = "Roger Bannister was born in Harrow on 23 March 1929."
     claim = "Roger Bannister was born in Oxford."
-    start = claim.index("Oxford")
-    result = EditResult(original=claim, text=claim.replace("Oxford", "Harrow"), evidence_index=0, evidence_id="rb",
-                        edits=[Edit(start=start, end=start + 6, original="Oxford", replacement="Harrow", tag="entity",
-                                    evidence_id="rb", evidence=born)])  # fmt: skip
+    result = _swap_from(claim, "Oxford", "Harrow", born, "rb")
     nli = NLIVerifier(RulePairScorer(_entails("Harrow")))
     gate = EditGate(HybridVerifier(nli, SlotsVerifier()), nli, GatePolicy())
     both = [Passage(id="rb", text=f"{born} He died in Oxford in 2018.", provider="index", source="rb.md")]
@@ -272,10 +274,7 @@ async def test_the_evidence_sentence_is_read_under_its_passage_title() -> None:
     """'The women's singles was added in 1884' under 'Wimbledon Championships' states 'at Wimbledon'."""
     evidence = "The women's singles was added in 1884 and won by Maud Watson."
     claim = "The women's singles was added at Wimbledon in 1894."
-    start = claim.index("1894")
-    result = EditResult(original=claim, text=claim.replace("1894", "1884"), evidence_index=0, evidence_id="w",
-                        edits=[Edit(start=start, end=start + 4, original="1894", replacement="1884", tag="entity",
-                                    evidence_id="w", evidence=evidence)])  # fmt: skip
+    result = _swap_from(claim, "1894", "1884", evidence, "w")
     nli = NLIVerifier(RulePairScorer(_middling_for("1884")))
     gate = EditGate(HybridVerifier(nli, SlotsVerifier()), nli, GatePolicy(min_entailment=0.83, grounded_entailment=0.5),
                     SlotsVerifier())  # fmt: skip
