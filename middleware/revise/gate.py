@@ -17,8 +17,8 @@ An editor's revision is applied only if
    sentence alone finds a contradiction, or every change puts the sentence's own number,
    date or name in place of one of the same type that disagrees with it;
 3. it entails the edited sentence: the verifier finds no contradiction there, and the NLI
-   model's P(entailment), reading the sentence alone or with the one it continues (the
-   better of the two), reaches ``min_entailment`` (the model's calibrated high-precision
+   model's P(entailment), reading the sentence alone, with the one it continues or under
+   its passage title (the best of these), reaches ``min_entailment`` (the model's calibrated high-precision
    threshold; without an NLI model the verifier must find the edit attributable, or find
    every number, date and name of the edited sentence in that evidence sentence). A clean
    swap (every change puts the evidence sentence's value in place of a disagreeing one of
@@ -92,12 +92,13 @@ class EditGate:
                 result, f"the evidence names '{named}' for something else: the claim may have the wrong "
                 "verb, not the wrong name", grounding,
             )  # fmt: skip
-        premises = list(dict.fromkeys([evidence_premise(grounding, None, title), evidence_premise(grounding, text, title)]))
+        premises = [evidence_premise(grounding, None, title), evidence_premise(grounding, text, title)]
         single = _titled(premises[0], title, passage.id if passage else "evidence")
+        premises = list(dict.fromkeys([*premises, single[0].text]))  # and under its title: 'its tilt' is the tower's
         before = await self.verifier.verify(result.original, single, context)
         after = await self.verifier.verify(result.text, single, context)
         scores: dict[str, float] = {}
-        if self.nli is not None:  # the sentence alone, or with the one it continues: whichever reads better
+        if self.nli is not None:  # the sentence alone, with the one it continues, or under its title: the best reading
             probs = await self.nli.probabilities(
                 [pair for premise in premises for pair in ((premise, result.original), (premise, result.text))]
             )

@@ -289,3 +289,24 @@ def _middling_for(value: str) -> Callable[[str, str], list[float]]:
         return [0.6, 0.3, 0.1] if value in hypothesis else [0.02, 0.08, 0.9]
 
     return rule
+
+
+async def test_the_nli_also_reads_the_evidence_sentence_under_its_title() -> None:
+    """'reduced its tilt to about 4 degrees' says whose tilt only under 'Leaning Tower of Pisa'."""
+    evidence = "Stabilisation work between 1990 and 2001 reduced its tilt to about 4 degrees."
+    claim = "Stabilisation work reduced the tilt of the Leaning Tower of Pisa to about 2 degrees."
+    result = _swap_from(claim, "2 degrees", "4 degrees", evidence, "pisa")
+
+    def rule(premise: str, hypothesis: str) -> list[float]:
+        if "4 degrees" not in hypothesis:
+            return [0.02, 0.08, 0.9]
+        return [0.9, 0.05, 0.05] if premise.startswith("Leaning Tower of Pisa.") else [0.1, 0.8, 0.1]
+
+    nli = NLIVerifier(RulePairScorer(rule))
+    gate = EditGate(HybridVerifier(nli, SlotsVerifier()), nli, GatePolicy(min_entailment=0.83))
+    titled = [Passage(id="pisa", text=evidence, title="Leaning Tower of Pisa", provider="index", source="p.md")]
+    revision = await gate.review(result, titled)
+    assert revision.status == "applied", revision.reason
+    assert revision.scores["evidence_entails_edited"] == pytest.approx(0.9)
+    untitled = [Passage(id="pisa", text=evidence, provider="index", source="p.md")]
+    assert (await gate.review(result, untitled)).status == "flagged"
