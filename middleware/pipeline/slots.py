@@ -499,11 +499,27 @@ def participants(
             out.append(Participant(found[0], found[1], slot.text, slot))
     if topic:
         for token in doc:
-            if token.lower_ in pronouns and token.tag_ == "PRP":
+            if token.lower_ in pronouns and token.tag_ == "PRP" and not _named_subject_before(analysis, token):
                 found = _participant_role(_first_conjunct(token))
                 if found is not None:
                     out.append(Participant(found[0], found[1], topic))
     return out
+
+
+def _named_subject_before(analysis: Analysis, pronoun: Token) -> bool:
+    """A name earlier in the sentence is a clause's subject (or in apposition to it): the
+    pronoun refers back to it, not to the passage's topic ('The world chess federation,
+    FIDE, was founded in Paris ..., and it took control of the championship')."""
+    for slot in analysis.slots:
+        if slot.kind != "entity" or slot.end > pronoun.idx:
+            continue
+        span = analysis.doc.char_span(slot.start, slot.end, alignment_mode="expand")
+        root = span.root if span is not None else None
+        while root is not None and root.dep_ == "appos":
+            root = root.head
+        if root is not None and root.dep_ in ("nsubj", "nsubjpass"):
+            return True
+    return False
 
 
 def _first_conjunct(token: Token) -> Token:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from middleware.pipeline.names import normalise_name
-from middleware.pipeline.slots import Role, Slot, analyse, slots_agree
+from middleware.pipeline.slots import Role, Slot, analyse, participants, slots_agree
 
 
 def _slots(text: str) -> dict[str, str]:
@@ -60,3 +60,11 @@ def test_a_name_in_apposition_to_a_noun_plays_the_nouns_role() -> None:
     [braque] = [s for s in analyse("With the French painter Georges Braque he developed Cubism.").slots
                 if s.text == "Georges Braque"]  # fmt: skip
     assert (braque.role.prep, braque.role.verb) == ("with", "develop")
+
+
+def test_a_pronoun_after_a_named_subject_is_not_the_passage_topic() -> None:
+    fide = analyse("The world chess federation, FIDE, was founded in Paris in 1924, and it took control of the title.")
+    assert not [p for p in participants(fide, "World Chess Championship", frozenset({"it"})) if p.slot is None]
+    plain = analyse("In 1948 it took control of the title.")
+    [topic] = [p for p in participants(plain, "FIDE", frozenset({"it"})) if p.slot is None]
+    assert (topic.verb, topic.role, topic.name) == ("take", "agent", "FIDE")

@@ -310,3 +310,12 @@ async def test_the_nli_also_reads_the_evidence_sentence_under_its_title() -> Non
     assert revision.scores["evidence_entails_edited"] == pytest.approx(0.9)
     untitled = [Passage(id="pisa", text=evidence, provider="index", source="p.md")]
     assert (await gate.review(result, untitled)).status == "flagged"
+
+
+def test_a_name_decides_a_value_beside_it_and_verbs_decide_the_rest() -> None:
+    austen = "Her novel Sense and Sensibility was published in 1811, followed by Pride and Prejudice in 1813."
+    claim = "Jane Austen's Pride and Prejudice was published in 1823."
+    assert value_problem("1823", claim, "1813", austen) is None  # right by the shared name
+    fide = "The world chess federation, FIDE, was founded in Paris on 20 July 1924, and it took control of the title in 1948."
+    claim = "FIDE took control of the title in 1958."
+    assert value_problem("1958", claim, "1924", fide) is not None  # nearer 'FIDE', but the founding's
