@@ -450,10 +450,14 @@ def _states(text: str, value: str) -> bool:
 
 
 def _anaphoric_subject(analysis: Analysis) -> bool:
-    """The sentence's subject is a pronoun or a definite description ('it', 'the film')."""
+    """The sentence's subject is a pronoun or a definite description ('it', 'the film'), not
+    a name ('The Rhine')."""
     if analysis.subject is None:
         return False
-    words = analysis.text[analysis.subject[0] : analysis.subject[1]].lower().split()
+    start, end = analysis.subject
+    words = analysis.text[start:end].lower().split()
+    if any(s.kind == "entity" and start <= s.start and s.end <= end for s in analysis.slots):
+        return bool(words) and words[0] in _ANAPHORS and len(words) == 1
     return bool(words) and (words[0] in _ANAPHORS or len(words) == 2 and words[0] in ("the", "this"))
 
 

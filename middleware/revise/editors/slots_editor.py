@@ -121,11 +121,21 @@ class SlotsEditor:
         context: str | None = None,
     ) -> EditResult:
         """The best revision the gate accepts: when the gate refuses a revision, the next
-        try leaves out the evidence sentence it came from (at most ``max_attempts`` tries)."""
+        try leaves out the evidence sentence it came from (at most ``max_attempts`` tries),
+        and the sentence is verified again without it, so that another sentence that
+        contradicts it (if one does) can name its own replacement ('She received the 1911 Nobel Prize in
+        Chemistry alone' after 'Marie Curie received the 1911 Nobel Prize in Chemistry for the
+        discovery of radium', whose 'for the discovery' the NLI cannot find in the claim)."""
         refused: set[str] = set()
         last_refusal: EditResult | None = None
-        for _ in range(self.max_attempts if self.gate is not None else 1):
-            result = await self._revise(sentence, verdict, evidence, context, refused)
+        remaining = evidence
+        for attempt in range(self.max_attempts if self.gate is not None else 1):
+            if attempt and isinstance(verdict, DetailedVerdict) and verdict.mismatches:
+                without = [_without(p, refused) for p in evidence]
+                again = await self.verifier.verify(sentence, without, context)
+                if isinstance(again, DetailedVerdict) and again.label == "contradictory" and again.mismatches:
+                    verdict, remaining = again, without
+            result = await self._revise(sentence, verdict, remaining, context, refused)
             if self.gate is None or not result.changed:
                 return last_refusal or result
             revision = await self.gate.review(result, evidence, context)
@@ -263,6 +273,14 @@ class SlotsEditor:
             c for c in _dedupe(sentence, out)
             if c.evidence is None or value_problem(sentence[c.start : c.end], sentence, c.replacement, c.evidence) is None
         ]  # fmt: skip
+
+
+def _without(passage: Passage, sentences: set[str]) -> Passage:
+    """The passage with the given sentences left out (the others keep their text)."""
+    text = passage.text
+    for sentence in sentences:
+        text = text.replace(sentence, "")
+    return passage if text == passage.text else passage.model_copy(update={"text": text})
 
 
 def _state(sentence: str, verdict: Verdict) -> tuple[int, int, int]:

@@ -460,3 +460,14 @@ async def test_a_stop_word_object_is_not_looked_for() -> None:
         passages_from_texts(["On 25 May 1935 Jesse Owens set three world records at a meet."]),
     )
     assert verdict.label == "attributable", verdict.reason
+
+
+async def test_a_named_subject_is_no_definite_description() -> None:
+    """'The Rhine' is a name, not 'the canal' speaking of the claim's subject: the Suez Canal is
+    not stated, and the Rhine's length is no contradiction."""
+    verdict = await SlotsVerifier(Aligner(HashingEmbedder()), strong_align=0.3).verify(
+        "The Suez Canal is about 163 kilometres long.",
+        passages_from_texts(["The Rhine is a major European river about 1,230 kilometres long."]),
+    )
+    assert verdict.label != "contradictory", verdict.reason
+    assert "Suez Canal" in verdict.reason

@@ -306,3 +306,48 @@ async def test_a_count_after_a_name_may_be_replaced() -> None:
         [Passage(id="a", text="Apollo 12 landed on the Moon in 1969.", provider="t", source="s")],
     )  # fmt: skip
     assert not [c for c in found if apollo[c.start : c.end] == "11"]  # the number of a name
+
+
+class CountingVerifier:
+    """The slots verifier, counting its calls by the evidence it was given."""
+
+    name = "counting"
+
+    def __init__(self) -> None:
+        self.inner = SlotsVerifier()
+        self.evidence_seen: list[str] = []
+
+    async def verify(self, claim, evidence, context=None) -> DetailedVerdict:  # noqa: ANN001
+        self.evidence_seen.append(" ".join(p.text for p in evidence))
+        return await self.inner.verify(claim, evidence, context)
+
+
+class OnlyGate:
+    """A gate double that applies only revisions from the sentence ``accepted``."""
+
+    def __init__(self, accepted: str) -> None:
+        self.accepted = accepted
+        self.reviewed: list[str | None] = []
+
+    async def review(self, result, evidence, context=None) -> Revision:  # noqa: ANN001
+        grounding = result.edits[0].evidence
+        self.reviewed.append(grounding)
+        status = "applied" if grounding == self.accepted else "flagged"
+        return Revision(status=status, reason=status, suggested=result.text, evidence_sentence=grounding)
+
+
+async def test_after_a_refusal_the_sentence_is_verified_without_the_refused_sentence() -> None:
+    first = "Marie Curie received the 1911 Nobel Prize in Chemistry for the discovery of radium."
+    second = "Marie Curie received the 1911 Nobel Prize in Chemistry alone."
+    passages = passages_from_texts([f"{first} {second}"])
+    claim = "Marie Curie received the 1915 Nobel Prize in Chemistry alone."
+    verifier = CountingVerifier()
+    verdict = await verifier.verify(claim, passages)
+    refused = verdict.evidence_sentence
+    assert verdict.label == "contradictory" and refused in (first, second)
+    accepted = second if refused == first else first
+    gate = OnlyGate(accepted)
+    result = await SlotsEditor(verifier, gate=gate).edit(claim, verdict, passages)  # type: ignore[arg-type]
+    assert gate.reviewed[0] == refused and gate.reviewed[-1] == accepted
+    assert result.text == claim.replace("1915", "1911") and result.edits[0].evidence == accepted
+    assert any(refused not in seen for seen in verifier.evidence_seen)  # verified again without it
