@@ -121,21 +121,22 @@ class SlotsEditor:
         context: str | None = None,
     ) -> EditResult:
         """The best revision the gate accepts: when the gate refuses a revision, the next
-        try leaves out the evidence sentence it came from (at most ``max_attempts`` tries),
-        and the sentence is verified again without it, so that another sentence that
-        contradicts it (if one does) can name its own replacement ('She received the 1911 Nobel Prize in
+        try leaves out the evidence sentence it came from (at most ``max_attempts`` tries).
+        The sentence is then also verified without it: another sentence that contradicts it
+        may ground the same correction better ('She received the 1911 Nobel Prize in
         Chemistry alone' after 'Marie Curie received the 1911 Nobel Prize in Chemistry for the
-        discovery of radium', whose 'for the discovery' the NLI cannot find in the claim)."""
+        discovery of radium', whose 'for the discovery' the NLI cannot find in the claim), but
+        never another one (without the Chemistry sentence, the Physics sentence's 1903
+        'contradicts' the Chemistry claim too)."""
         refused: set[str] = set()
+        refused_texts: set[str] = set()
         last_refusal: EditResult | None = None
-        remaining = evidence
         for attempt in range(self.max_attempts if self.gate is not None else 1):
+            result = None
             if attempt and isinstance(verdict, DetailedVerdict) and verdict.mismatches:
-                without = [_without(p, refused) for p in evidence]
-                again = await self.verifier.verify(sentence, without, context)
-                if isinstance(again, DetailedVerdict) and again.label == "contradictory" and again.mismatches:
-                    verdict, remaining = again, without
-            result = await self._revise(sentence, verdict, remaining, context, refused)
+                result = await self._corroborated(sentence, evidence, context, refused, refused_texts)
+            if result is None:
+                result = await self._revise(sentence, verdict, evidence, context, refused)
             if self.gate is None or not result.changed:
                 return last_refusal or result
             revision = await self.gate.review(result, evidence, context)
@@ -146,7 +147,21 @@ class SlotsEditor:
             if revision.evidence_sentence is None:
                 break
             refused.add(revision.evidence_sentence)
+            refused_texts.add(result.text)
         return last_refusal or EditResult.unchanged(sentence, "no candidate edit improved the verdict", self.name)
+
+    async def _corroborated(
+        self, sentence: str, evidence: list[Passage], context: str | None, refused: set[str], texts: set[str]
+    ) -> EditResult | None:
+        """A refused correction (one of ``texts``) drawn from another evidence sentence: the
+        sentence verified without the refused evidence sentences, revised from that verdict;
+        None when that gives no correction or another one."""
+        without = [_without(p, refused) for p in evidence]
+        again = await self.verifier.verify(sentence, without, context)
+        if not (isinstance(again, DetailedVerdict) and again.label == "contradictory" and again.mismatches):
+            return None
+        result = await self._revise(sentence, again, without, context, refused)
+        return result if result.changed and result.text in texts else None
 
     async def _revise(
         self,

@@ -351,3 +351,19 @@ async def test_after_a_refusal_the_sentence_is_verified_without_the_refused_sent
     assert gate.reviewed[0] == refused and gate.reviewed[-1] == accepted
     assert result.text == claim.replace("1915", "1911") and result.edits[0].evidence == accepted
     assert any(refused not in seen for seen in verifier.evidence_seen)  # verified again without it
+
+
+async def test_another_evidence_sentence_may_only_corroborate_a_refused_correction() -> None:
+    physics = "She shared the 1903 Nobel Prize in Physics, becoming the first woman to win a Nobel Prize."
+    chemistry = "She received the 1911 Nobel Prize in Chemistry alone."
+    claim = "She received a second Nobel Prize, in Chemistry, in 1915."
+    refused_fix = claim.replace("1915", "1911")
+    editor = SlotsEditor(SlotsVerifier())
+    # without the Chemistry sentence the Physics one contradicts the claim too, with 1903: no
+    passages = passages_from_texts([f"Marie Curie was a physicist. {physics} {chemistry}"])
+    assert await editor._corroborated(claim, passages, None, {chemistry}, {refused_fix}) is None
+    # another sentence that gives the same 1911: yes
+    again = "Her second prize was the 1911 Nobel Prize in Chemistry, which she received alone."
+    passages = passages_from_texts([f"{chemistry} {again}"])
+    result = await editor._corroborated(claim, passages, None, {chemistry}, {refused_fix})
+    assert result is not None and result.text == refused_fix and result.edits[0].evidence == again
