@@ -6,27 +6,30 @@ An editor's revision is applied only if
 
 1. every change names one and the same evidence sentence (its slots all come from it), no
    name it replaces is one the evidence passage states for something else (then the claim
-   may have the wrong verb: 'born in Oxford' where he was born in Harrow and died in Oxford), and
-   each change is a well-formed value swap (``form_problem``): a number, date or name for
-   one of its kind (other wording only with ``GatePolicy.wording``), no name dropped for a
-   pronoun, no name the sentence already has elsewhere, no name the evidence sentence also
-   names (that is a swapped role, not a wrong name), the resulting name as the evidence
-   writes it, and no 'one' before a plural noun;
+   may have the wrong verb: 'born in Oxford' where he was born in Harrow and died in
+   Oxford), and each change is a well-formed value swap (``form_problem``): a number, date
+   or name for one of its kind (other wording only with ``GatePolicy.wording``), no name
+   dropped for a pronoun, no name the sentence already has elsewhere, no name the evidence
+   sentence also names (that is a swapped role, not a wrong name), the resulting name as
+   the evidence writes it, no 'one' before a plural noun, and the value of the claim's role
+   (``value_problem``: a shared name right by it, else the verbs);
 2. that sentence (decontextualised: a leading pronoun becomes its passage's title,
-   ``evidence_premise``; read under that title, ``_titled``) contradicts the original sentence: the pipeline's verifier on that
-   sentence alone finds a contradiction, or every change puts the sentence's own number,
-   date or name in place of one of the same type that disagrees with it;
+   ``evidence_premise``; read under that title, ``_titled``) contradicts the original
+   sentence: the pipeline's verifier on that sentence alone finds a contradiction, or every
+   change puts the sentence's own number, date or name in place of one of the same type
+   that disagrees with it;
 3. it entails the edited sentence: the verifier finds no contradiction there, and the NLI
    model's P(entailment), reading the sentence alone, with the one it continues or under
-   its passage title (the best of these), reaches ``min_entailment`` (the model's calibrated high-precision
-   threshold; without an NLI model the verifier must find the edit attributable, or find
-   every number, date and name of the edited sentence in that evidence sentence). A clean
-   swap (every change puts the evidence sentence's value in place of a disagreeing one of
-   its type, given to the same word or verb there) whose result the slots verifier (``slots``) finds wholly stated by that
-   sentence under its passage's title (every slot, the verb, the words) needs only ``grounded_entailment`` (the
-   model's calibrated decision threshold): the small NLI model is unsure of sentences that
-   the evidence restates word for word ('She died in London on 27 November 1852, aged 36.'
-   for 'Ada Lovelace died in London on 27 November 1852, aged 36.', P=0.78);
+   its passage title (the best of these), reaches ``min_entailment`` (the model's
+   calibrated high-precision threshold; without an NLI model the verifier must find the
+   edit attributable, or find every number, date and name of the edited sentence in that
+   evidence sentence). A clean swap (every change puts the evidence sentence's value in
+   place of a disagreeing one of its type, given to the same word or verb there) whose
+   result the slots verifier (``slots``) finds wholly stated by that sentence under its
+   passage's title (every slot, the verb, the words) needs only ``grounded_entailment``
+   (the model's calibrated decision threshold): the small NLI model is unsure of sentences
+   that the evidence restates word for word ('She died in London on 27 November 1852, aged
+   36.' for 'Ada Lovelace died in London on 27 November 1852, aged 36.', P=0.78);
 4. the edited sentence does not contradict what the answer already said (NLI from the
    earlier text, P(contradiction) below ``max_context_contradiction`` or no higher than
    for the original).
