@@ -283,10 +283,10 @@ def _edit_problem(original: str, edited: str, edit: Edit, evidence: str, wording
         surname = old.strip().split()[-1] if old.strip() else ""
         if old_slots[:1] and old_slots[0].kind == "entity" and re.search(rf"\b{re.escape(surname)}\b", evidence):
             return f"the evidence names '{old.strip()}' too: a swapped role, not a wrong name"
-        run = _name_run(edited, edited.find(new) if new in edited else -1, len(new))
+        run = name_run(edited, edited.find(new) if new in edited else -1, len(new))
         if run and run not in evidence:
             return f"the evidence does not name '{run}'"
-        stated = _name_run(evidence, evidence.find(new.strip()), len(new.strip()))
+        stated = name_run(evidence, evidence.find(new.strip()), len(new.strip()))
         shortened = stated.endswith(run) and len(old.split()) == 1  # a surname for a surname: 'Einstein'
         if run and stated and stated != run and run in stated and not shortened:
             return f"the evidence names '{stated}', the edit would write '{run}'"
@@ -303,7 +303,7 @@ def _words(text: str) -> set[str]:
     return {w.lower() for w in re.findall(r"[\w']+", text)}
 
 
-def _name_run(text: str, start: int, length: int) -> str:
+def name_run(text: str, start: int, length: int) -> str:
     """The whole capitalised name around ``text[start:start + length]`` ('Ivan IV the Great')."""
     if start < 0:
         return ""

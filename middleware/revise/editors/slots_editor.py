@@ -47,7 +47,7 @@ from middleware.pipeline.slots import Slot, analyse, analyse_many, role_similari
 from middleware.pipeline.verifiers.base import DetailedVerdict, Verifier
 from middleware.revise.base import EditResult
 from middleware.revise.edits import EditBuffer, classify, tokens
-from middleware.revise.gate import EditGate, value_problem
+from middleware.revise.gate import EditGate, name_run, value_problem
 from middleware.revise.guards import EditGuard
 from middleware.types import Passage, TagType, Verdict
 
@@ -400,10 +400,24 @@ def _mismatch_candidates(sentence: str, verdict: DetailedVerdict, evidence: list
         before = passage[: m.evidence_span[0]] if m.kind == "entity" and m.evidence_span else None
         variants = span_variants(sentence, m.span[0], m.span[1], m.replacement, before)
         if m.kind == "entity":  # a whole name for a whole name too: 'Gemini 12' -> 'Gemini 8' ('12' alone is a name's number)
-            variants = list(dict.fromkeys([*variants, (m.span[0], m.span[1], m.replacement)]))
+            variants = list(dict.fromkeys([*variants, (m.span[0], m.span[1], m.replacement), *_whole_names(
+                sentence, m.span[0], m.span[1], grounding, m.replacement)]))  # fmt: skip
         for start, end, new in variants:
             out.append(Candidate(start, end, new, m.tag, m.evidence_index, grounding, "mismatch"))
     return out
+
+
+def _whole_names(sentence: str, start: int, end: int, evidence: str, replacement: str) -> list[tuple[int, int, str]]:
+    """The whole capitalised name around the claim's span for the whole name around the
+    replacement in the evidence sentence, where the NER cut either short ('Washington
+    Monument' -> 'Lincoln Memorial' where the mismatch had only 'Memorial')."""
+    claim = name_run(sentence, start, end - start)
+    at = evidence.find(replacement)
+    stated = name_run(evidence, at, len(replacement)) if at >= 0 else ""
+    first = sentence.find(claim, max(0, end - len(claim))) if claim else -1
+    if not stated or not 0 <= first <= start or first + len(claim) < end or (claim, stated) == (sentence[start:end], replacement):
+        return []
+    return [(first, first + len(claim), stated)]
 
 
 def _evidence_sentence(text: str, span: tuple[int, int] | None) -> str:

@@ -367,3 +367,15 @@ async def test_another_evidence_sentence_may_only_corroborate_a_refused_correcti
     passages = passages_from_texts([f"{chemistry} {again}"])
     result = await editor._corroborated(claim, passages, None, {chemistry}, {refused_fix})
     assert result is not None and result.text == refused_fix and result.edits[0].evidence == again
+
+
+async def test_a_name_the_ner_cut_short_is_replaced_whole() -> None:
+    """The mismatch has 'Memorial' for 'Washington Monument': the candidates also put the
+    evidence's whole name, 'Lincoln Memorial', in place of the claim's whole name."""
+    sentence = "On 28 August 1963 King delivered his speech at the Washington Monument."
+    evidence = "On 28 August 1963 he delivered his speech at the Lincoln Memorial during the March."
+    verdict = _mismatch(sentence, evidence, "Washington Monument", "Memorial", "entity")
+    found = await SlotsEditor(RecordingVerifier(lambda text: "attributable")).candidates(
+        sentence, verdict, [Passage(id="k", text=evidence, provider="t", source="s")]
+    )
+    assert ("Washington Monument", "Lincoln Memorial") in {(sentence[c.start : c.end], c.replacement) for c in found}
