@@ -95,6 +95,36 @@ def normalise_name(text: str) -> str:
     return " ".join(words)
 
 
+def _tail_alone(text: str, tokens: list[str], capitalised: bool = False) -> bool:
+    """The name's last word occurs in ``text`` on its own. A generic head ('College',
+    'Company') must not end another name: the word before it is no capitalised word that
+    the name lacks, sentence starts and titles aside ('College' in 'Christ's College' does
+    not stand for 'Trinity College', nor 'Company' in 'Thomson-Houston Company' for
+    'Westinghouse Electric Company'); a surname may ('Curie' in 'Pierre Curie' still names a
+    Curie: which one is for the pronoun resolution to say). With ``capitalised`` (the name's
+    last word is), the word must be too, or follow 'the' ('the canal' for 'the Suez Canal'):
+    'to house the tomb' does not name 'Sandringham House'."""
+    folded = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode()
+    words = list(re.finditer(r"[A-Za-z0-9]+(?:'s\b)?", folded.replace("\u2019", "'")))
+    for k, word in enumerate(words):
+        if word.group().lower().removesuffix("'s") != tokens[-1]:
+            continue
+        if k == 0:
+            return True
+        before = words[k - 1]
+        lowered = before.group().lower().removesuffix("'s")
+        if capitalised and not word.group()[:1].isupper():
+            if lowered in ("the", "this", "that"):
+                return True  # 'the canal' for 'the Suez Canal'
+            continue
+        sentence_start = re.search(r"(?:^|[.!?]\s+)$", folded[: before.start()]) is not None
+        joined = folded[before.end() : word.start()] in (" ", "-", "' ")
+        generic = tokens[-1] in _GENERIC_HEADS  # a person's surname may follow a first name the name lacks
+        if not generic or not (before.group()[:1].isupper() and lowered not in tokens and lowered not in _TITLES and joined) or sentence_start:
+            return True
+    return False
+
+
 def _tokens(normal: str) -> list[str]:
     return [w for w in normal.split() if w not in _TITLES and w not in _SUFFIXES]
 
@@ -168,7 +198,7 @@ def mentions(text: str, name: str) -> bool:
     if f" {normal_name} " in normal_text:
         return True
     tokens = _tokens(normal_name)
-    if tokens and len(tokens[-1]) > 2 and f" {tokens[-1]} " in normal_text:
+    if tokens and len(tokens[-1]) > 2 and f" {tokens[-1]} " in normal_text and _tail_alone(text, tokens, name.rstrip()[-1:].isalpha() and name.split()[-1][:1].isupper()):
         return True
     group = _ALIASES.get(normal_name)
     return group is not None and any(f" {alias} " in normal_text for alias in _ALIAS_GROUPS[group])

@@ -202,8 +202,10 @@ def _entities(doc: Doc) -> Iterable[Slot]:
     # proper nouns the NER missed ("Einstein did not ...")
     run: list[Token] = []
     for token in [*doc, None]:
-        if token is not None and token.pos_ == "PROPN" and token.i not in covered and token.is_alpha:
-            run.append(token)
+        if token is not None and token.i not in covered and token.is_alpha and (
+            token.pos_ == "PROPN" or run and _REGNAL.fullmatch(token.text)
+        ):
+            run.append(token)  # with a regnal number the parse took for a pronoun ('King Francis' + 'I')
             continue
         if run and not (len(run) == 1 and run[0].i == 0 and run[0].is_stop):
             span = doc[run[0].i : run[-1].i + 1]
@@ -217,6 +219,9 @@ def _entities(doc: Doc) -> Iterable[Slot]:
                 _role(span, True),
             )
         run = []
+
+
+_REGNAL = re.compile(r"[IVX]{1,4}")
 
 
 def _numbers(doc: Doc) -> Iterable[Slot]:

@@ -17,9 +17,12 @@ negation, a few antonym relations) with the slots of the aligned sentences.
 
 from __future__ import annotations
 
+import difflib
 import logging
 import re
 from dataclasses import dataclass
+
+from spacy.lang.en.stop_words import STOP_WORDS
 
 from middleware.pipeline.alignment import Aligned, Aligner, split_passages
 from middleware.evidence.lexical import stem, term_recall, terms
@@ -143,13 +146,15 @@ class SlotsVerifier:
         evidence: list[Passage] | None = None,
     ) -> DetailedVerdict | None:
         event_lines = _event_lines(claim, lines)
-        titles = _titles(lines, evidence)
+        # the topic of the event sentence's own passage, not of another passage ('Vostok 1', the
+        # title of Gagarin's flight, does not make 'aboard Vostok 1' Tereshkova's)
+        titles = _titles(event_lines, evidence)
         # A value stated only outside the claim's event, in a weakly aligned sentence or elsewhere
         # in the passage ('four voyages' for 'with four ships', '15 major championships' for 'by
         # 15 strokes'), does not outweigh the event's own value. A name must be stated by the
         # event's own sentence: another sentence naming it speaks of another event ('Nobile's
         # airship Italia' for 'flew over the North Pole in the airship Italia'), unless it names
-        # a passage's topic, which the event's sentence may call 'he' ('he and Tenzing Norgay').
+        # its passage's topic, which the event's sentence may call 'he' ('he and Tenzing Norgay').
         stating = [line for line in lines if line.score >= self.strong_align or line in event_lines]
         displaced = [
             s for s in support
@@ -158,7 +163,7 @@ class SlotsVerifier:
         ]  # fmt: skip
         found = [
             m for s in [*unsupported, *displaced]
-            if (m := self._conflict(s, claim, event_lines, support)) is not None
+            if (m := self._conflict(s, claim, event_lines, support) or _anchored_conflict(s, claim, lines)) is not None
         ]  # fmt: skip
         found += [
             m
@@ -412,6 +417,80 @@ def _event_lines(claim: Analysis, lines: list[_Line]) -> list[_Line]:
     scores = [event_score(line) for line in lines]
     best = max(scores)
     return [line for line, score in zip(lines, scores, strict=True) if score == best]
+
+
+_WORD = re.compile(r"[\w'’-]+")
+_NAME_WORD = re.compile(r"(?:[A-Z][\w'’-]*|\d[\w-]*)")
+
+
+def _anchored_conflict(slot: Slot, claim: Analysis, lines: list[_Line]) -> _Found | None:
+    """A name of the claim that an aligned sentence, read word by word, replaces by another
+    name in the same words: everything else around it matches ('... for the Inca emperor
+    Atahualpa around 1450' / '... for the Inca emperor Pachacuti around 1450'; 'designed
+    by the Swedish architect Jørn Utzon' / 'designed by the Danish architect Jørn Utzon').
+    The words say it is the same event and the same role where the parse of the two
+    sentences differs (the small model attaches and labels a name from one sentence to the
+    next differently). Every differing word lies inside the claim's name; the evidence's
+    words in its place are a name (capitalised or numbered); at least three matching words
+    around it, two of them content words, on both sides unless the name starts or ends the
+    sentence. A name in the claim's subject needs a common noun right before it ('the
+    container ship Ever Green'): the same words about another subject are another fact
+    ('Neptune is the seventh planet' / 'Uranus is the seventh planet')."""
+    if slot.kind != "entity":
+        return None
+    subject = slot.role.dep in _SUBJECT_DEPS or (
+        claim.subject is not None and claim.subject[0] <= slot.start and slot.end <= claim.subject[1]
+    )
+    a = [(m.start(), m.end()) for m in _WORD.finditer(claim.text)]
+    inside = [k for k, (st, en) in enumerate(a) if slot.start <= st and en <= slot.end]
+    if not inside:
+        return None
+    si, sj = inside[0], inside[-1] + 1
+    a_low = [claim.text[st:en].lower() for st, en in a]
+    others = [c for c in claim.slots if c is not slot and c.kind == "entity"]
+    for line in lines:
+        ev = line.analysis.text
+        b = [(m.start(), m.end()) for m in _WORD.finditer(ev)]
+        b_low = [ev[st:en].lower() for st, en in b]
+        ops = difflib.SequenceMatcher(None, a_low, b_low, autojunk=False).get_opcodes()
+        changed = [k for k, op in enumerate(ops) if op[0] != "equal" and op[1] < sj and si < max(op[2], op[1] + 1)]
+        if len(changed) != 1:
+            continue
+        k = changed[0]
+        op, i1, i2, j1, j2 = ops[k]
+        if op != "replace" or i1 < si or i2 > sj:
+            continue
+        left = ops[k - 1] if k > 0 else None
+        right = ops[k + 1] if k + 1 < len(ops) else None
+        if (left is None and i1 > si) or (right is None and i2 < sj):
+            continue
+        # the name's own matching words map one to one; the context is the rest of the equal runs
+        ej1, ej2 = j1 - (i1 - si), j2 + (sj - i2)
+        before = a_low[left[1] : si] if left is not None else []
+        after = a_low[sj : right[2]] if right is not None else []
+        if not (before or si == 0) or not (after or sj == len(a)):
+            continue  # a differing word right before or after the name
+        if subject and not (before and before[-1] not in STOP_WORDS):
+            continue
+        context = before + after
+        if len(context) < 3 or sum(1 for w in context if w not in STOP_WORDS) < 2:
+            continue
+        start, end = b[ej1][0], b[ej2 - 1][1]
+        stated = ev[start:end]
+        if not all(_NAME_WORD.fullmatch(ev[st:en]) for st, en in b[ej1:ej2]) or not stated[:1].isupper():
+            continue
+        theirs, ours = " ".join(b_low[j1:j2]), " ".join(a_low[i1:i2])
+        if any(ch.isdigit() for ch in theirs) != any(ch.isdigit() for ch in ours):
+            continue  # a word for a figure ('Summer' for '1976')
+        if names_match(slot.text, stated) or any(names_match(c.text, stated) for c in others):
+            continue
+        if b_low[ej2 - 1] == a_low[sj - 1] and len(inside) > 1:
+            continue  # one family's names ('Pierre Curie' / 'Marie Curie'): a pronoun resolved to the wrong one
+        return Mismatch(
+            kind="entity", span=(slot.start, slot.end), text=slot.text, replacement=stated,
+            evidence_index=line.aligned.sentence.passage_index, evidence_span=line.offset(start, end),
+        ), line  # fmt: skip
+    return None
 
 
 def _first_support(slot: Slot, lines: list[_Line], passages: list[str] | None) -> _Line | None:

@@ -146,3 +146,15 @@ def test_mentions_finds_surname_and_alias() -> None:
     assert mentions("Cruz has modelled for Mango.", "Penélope Cruz")
     assert mentions("He moved to the US in 1933.", "United States")
     assert not mentions("He moved to Canada.", "United States")
+
+
+def test_mentions_a_generic_head_only_on_its_own() -> None:
+    # 'College' of another college, 'Company' of another company, a lowercase verb: no mention
+    assert not mentions("Darwin studied at Christ's College, Cambridge.", "Trinity College")
+    assert not mentions("It merged with the Thomson-Houston Company in 1892.", "Westinghouse Electric Company")
+    assert not mentions("It was built to house the tomb of his wife.", "Sandringham House")
+    assert mentions("He taught at the College for ten years.", "Trinity College")
+    # a surname after another first name still names a Curie (the pronoun resolution picks which)
+    assert mentions("It was named after Poland, Marie Curie's native country.", "Pierre Curie's")
+    assert mentions("The physicist Curie shared the prize.", "Marie Curie")
+    assert mentions("The canal is about 193 kilometres long.", "Suez Canal")

@@ -68,3 +68,12 @@ def test_a_pronoun_after_a_named_subject_is_not_the_passage_topic() -> None:
     plain = analyse("In 1948 it took control of the title.")
     [topic] = [p for p in participants(plain, "FIDE", frozenset({"it"})) if p.slot is None]
     assert (topic.verb, topic.role, topic.name) == ("take", "agent", "FIDE")
+
+
+def test_a_regnal_number_stays_with_the_name() -> None:
+    # the parse takes 'I' for a pronoun; the name the NER missed keeps it, in the name's role
+    analysis = analyse("Leonardo spent his last years in France at the invitation of King Francis I and died at Amboise.")
+    names = {s.text: s for s in analysis.slots if s.kind == "entity"}
+    assert "King Francis I" in names
+    assert names["King Francis I"].role.prep == "of"
+    assert [s.text for s in analyse("Then I went to Rome.").slots] == ["Rome"]

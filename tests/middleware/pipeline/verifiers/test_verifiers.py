@@ -471,3 +471,35 @@ async def test_a_named_subject_is_no_definite_description() -> None:
     )
     assert verdict.label != "contradictory", verdict.reason
     assert "Suez Canal" in verdict.reason
+
+
+async def test_a_name_replaced_in_the_same_words_is_contradicted() -> None:
+    # the parse attaches 'Atahualpa' and 'Pachacuti' differently; the words around them match
+    evidence = _titled("Machu Picchu", "It is thought to have been built as an estate for the Inca emperor Pachacuti around 1450.")
+    claim = "Machu Picchu is thought to have been built as an estate for the Inca emperor Atahualpa around 1450."
+    verdict = await SlotsVerifier(Aligner(HashingEmbedder())).verify(claim, evidence)
+    assert verdict.label == "contradictory", verdict.reason
+    assert [(m.text, m.replacement) for m in verdict.mismatches if m.kind == "entity"] == [("Atahualpa", "Pachacuti")]
+
+
+async def test_the_same_words_about_another_subject_or_relative_are_no_name_conflict() -> None:
+    planets = passages_from_texts(["Uranus is the seventh planet from the Sun."])
+    verdict = await SlotsVerifier(Aligner(HashingEmbedder())).verify("Neptune is the seventh planet from the Sun.", planets)
+    assert verdict.label != "contradictory", verdict.reason
+    curies = passages_from_texts(["Polonium was named after Poland, Marie Curie's native country, in 1898."])
+    claim = "Polonium was named after Poland, Pierre Curie's native country, in 1898."
+    verdict = await SlotsVerifier(Aligner(HashingEmbedder())).verify(claim, curies)
+    assert not any(m.replacement == "Marie Curie's" for m in verdict.mismatches), verdict.reason
+
+
+async def test_only_the_event_passage_topic_excuses_a_name_stated_elsewhere() -> None:
+    # 'Vostok 1' is another passage's topic (Gagarin's flight), not the event sentence's
+    evidence = [
+        Passage(id="1", text="On 16 June 1963 she was launched aboard Vostok 6, becoming the first woman in space.",
+                title="Valentina Tereshkova", provider="index", source="a.md"),
+        Passage(id="2", text="Vostok 1 was the first human spaceflight and the first launch aboard a Vostok.", title="Vostok 1", provider="index", source="b.md"),
+    ]  # fmt: skip
+    claim = "On 16 June 1963 Valentina Tereshkova was launched aboard Vostok 1."
+    verdict = await SlotsVerifier(Aligner(HashingEmbedder())).verify(claim, evidence)
+    assert verdict.label == "contradictory", verdict.reason
+    assert any(m.replacement == "Vostok 6" for m in verdict.mismatches)
