@@ -59,6 +59,8 @@ _TITLES = {
     "king",
     "queen",
 }
+TITLES = frozenset(_TITLES)
+"""Titles before a name ('King', 'Sir', 'Dr')."""
 _GENERIC_HEADS = {
     "university", "college", "school", "institute", "city", "county", "state", "province", "district",
     "river", "mount", "mountain", "mountains", "lake", "island", "islands", "tower", "bridge", "company",

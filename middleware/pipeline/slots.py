@@ -19,7 +19,7 @@ from spacy.tokens import Doc, Span, Token
 from middleware.nlp import get_nlp
 from middleware.pipeline.dates import DateValue, dates_match, parse_date
 from middleware.evidence.lexical import terms
-from middleware.pipeline.names import names_match, normalise_name
+from middleware.pipeline.names import TITLES, names_match, normalise_name
 from middleware.pipeline.quantities import Quantity, find_unit, parse_quantity, quantities_match
 
 SlotKind = Literal["entity", "number", "quantity", "date"]
@@ -187,6 +187,15 @@ def _name_part(ent: Span) -> bool:
     )  # fmt: skip
 
 
+def _titled(ent: Span) -> bool:
+    """A capitalised title the NER left out right before a person's name ('King' of 'King
+    Alfonso XIII', 'Queen' of 'Queen Victoria')."""
+    if ent.start == 0:
+        return False
+    before = ent.doc[ent.start - 1]
+    return before.ent_type_ == "" and before.text[:1].isupper() and before.lower_ in TITLES
+
+
 def _entities(doc: Doc) -> Iterable[Slot]:
     covered: set[int] = set()
     for ent in doc.ents:
@@ -196,6 +205,9 @@ def _entities(doc: Doc) -> Iterable[Slot]:
         if ent.label_ not in ENTITY_LABELS:
             continue
         span = _trim_determiner(ent)
+        if ent.label_ == "PERSON" and _titled(ent):  # 'King' + 'Alfonso XIII': one name
+            covered.add(ent.start - 1)
+            span = Span(doc, ent.start - 1, ent.end, label=ent.label_)
         value = normalise_name(span.text)
         if value:
             yield Slot("entity", ent.label_, span.text, span.start_char, span.end_char, value, _role(ent, True))

@@ -77,3 +77,8 @@ def test_a_regnal_number_stays_with_the_name() -> None:
     assert "King Francis I" in names
     assert names["King Francis I"].role.prep == "of"
     assert [s.text for s in analyse("Then I went to Rome.").slots] == ["Rome"]
+
+
+def test_a_title_the_ner_left_out_joins_the_name() -> None:
+    analysis = analyse('King Alfonso XIII granted the club the title "Real" in 1920.')
+    assert [s.text for s in analysis.slots if s.kind == "entity"][0] == "King Alfonso XIII"
