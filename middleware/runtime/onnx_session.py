@@ -190,7 +190,7 @@ def get_session(
     key = _Key(
         str(resolved),
         resolved.stat().st_mtime_ns,
-        choice.compute if choice and choice.converted else None,
+        choice.compute if choice else None,  # the session's precision is part of what it is
         tuple(wanted),
         settings.intra_op_threads,
         settings.inter_op_threads,

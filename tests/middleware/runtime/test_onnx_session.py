@@ -79,3 +79,17 @@ def test_io_binding_path_gives_the_same_outputs(linear_model: Path) -> None:
     assert isinstance(device_x, ort.OrtValue)
     np.testing.assert_allclose(bound.run({"x": device_x})[0], expected, rtol=1e-6)
     assert plain.to_device(x) is x
+
+
+def test_a_session_loaded_at_a_precision_is_not_shared_with_one_loaded_as_stored(linear_model: Path) -> None:
+    """The encoder reads ``session.precision`` (int8 runs one sequence per inference), so the
+    same file loaded as stored and as a chosen precision must be two sessions."""
+    from middleware.runtime.precision import GraphChoice
+
+    clear_sessions()
+    settings = RuntimeSettings(provider="cpu")
+    plain = get_session(linear_model, settings)
+    chosen = get_session(linear_model, settings, GraphChoice(linear_model, "int8", "int8"), [CPU])
+    assert plain.precision == "as stored" and chosen.precision == "int8" and chosen is not plain
+    assert get_session(linear_model, settings, GraphChoice(linear_model, "int8", "int8"), [CPU]) is chosen
+    clear_sessions()
