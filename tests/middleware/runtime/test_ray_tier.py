@@ -46,13 +46,14 @@ def tiny_exports(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     torch = pytest.importorskip("torch")
     transformers = pytest.importorskip("transformers")
     from onnx_models.export import export_model
-    from tests.middleware.runtime.test_models import _bert_config, _save_bert_tokenizer, _save_t5_tokenizer
+    from tests.middleware.runtime.test_models import WORDS
+    from tests.support.tiny_models import save_bert_tokenizer, save_t5_tokenizer, tiny_bert_config
 
     root = tmp_path_factory.mktemp("tiny")
     torch.manual_seed(0)
-    transformers.BertForSequenceClassification(_bert_config(num_labels=1)).save_pretrained(str(root / "rerank"))
-    _save_bert_tokenizer(root / "rerank")
-    vocab = _save_t5_tokenizer(root / "seq2seq")
+    transformers.BertForSequenceClassification(tiny_bert_config(num_labels=1)).save_pretrained(str(root / "rerank"))
+    save_bert_tokenizer(root / "rerank")
+    vocab = save_t5_tokenizer(root / "seq2seq", WORDS)
     t5 = transformers.T5Config(vocab_size=vocab, d_model=32, d_kv=8, d_ff=64, num_layers=2, num_decoder_layers=2,
                                num_heads=4, decoder_start_token_id=0, pad_token_id=0, eos_token_id=1,
                                initializer_factor=2.0)
