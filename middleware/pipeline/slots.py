@@ -48,6 +48,12 @@ class Role:
     prep: str | None
     head: str
     verb: str | None = None  # lemma of the clause's verb ('in Warsaw' attached to a date still has 'bear')
+    part: str | None = None  # its part in the verb's event, whatever the voice: 'agent', 'patient', 'to' ...
+
+    def same_part(self, other: Role) -> bool:
+        """The same party to the same verb, active or passive: 'chosen ... by Queen Anne' and
+        'Queen Victoria chose it' both name who chose."""
+        return self.part is not None and self.part == other.part and self.verb == other.verb
 
 
 @dataclass(frozen=True)
@@ -163,9 +169,11 @@ def _role(span: Span | Token, appositive: bool = False) -> Role:
         root = root.head
     head = root.head
     verb = next((t.lemma_.lower() for t in root.ancestors if t.pos_ in ("VERB", "AUX")), None)
+    found = _participant_role(_first_conjunct(root))
+    part = found[1] if found is not None and found[0] == verb else None
     if head.dep_ in ("prep", "agent", "dative") and head.i != root.i:
-        return Role(root.dep_, head.lemma_.lower(), head.head.lemma_.lower(), verb)
-    return Role(root.dep_, None, head.lemma_.lower(), verb)
+        return Role(root.dep_, head.lemma_.lower(), head.head.lemma_.lower(), verb, part)
+    return Role(root.dep_, None, head.lemma_.lower(), verb, part)
 
 
 def _trim_determiner(span: Span) -> Span:
@@ -456,9 +464,10 @@ def role_similarity(a: Slot, b: Slot) -> float:
     score = 0.0
     if a.role.head == b.role.head or a.role.verb is not None and a.role.verb == b.role.verb:
         score += 2.0
-    if a.role.prep is not None and a.role.prep == b.role.prep:
+    same_part = a.role.same_part(b.role)  # 'by Queen Anne' (passive) plays 'Queen Victoria chose'
+    if a.role.prep is not None and a.role.prep == b.role.prep or same_part:
         score += 1.0
-    if a.role.dep == b.role.dep:
+    if a.role.dep == b.role.dep or same_part:
         score += 0.5
     if a.label == b.label:
         score += 0.5

@@ -45,7 +45,7 @@ from middleware.pipeline.names import names_match, normalise_name
 from middleware.pipeline.slots import Slot, analyse, slots_agree
 from middleware.pipeline.verifiers.base import DetailedVerdict, Verifier
 from middleware.pipeline.verifiers.nli import NLIVerifier
-from middleware.pipeline.verifiers.slots_verifier import SlotsVerifier
+from middleware.pipeline.verifiers.slots_verifier import SlotsVerifier, writes
 from middleware.revise.base import EditResult
 from middleware.types import NLI_LABELS, Edit, Passage, Revision, Verdict
 
@@ -97,7 +97,10 @@ class EditGate:
             )  # fmt: skip
         premises = [evidence_premise(grounding, None, title), evidence_premise(grounding, text, title)]
         single = _titled(premises[0], title, passage.id if passage else "evidence")
-        premises = list(dict.fromkeys([*premises, single[0].text]))  # and under its title: 'its tilt' is the tower's
+        premises.append(single[0].text)  # and under its title: 'its tilt' is the tower's
+        if (supported := _with_support(grounding, text, title, result.text)) is not None:
+            premises.append(supported)
+        premises = list(dict.fromkeys(premises))
         before = await self.verifier.verify(result.original, single, context)
         after = await self.verifier.verify(result.text, single, context)
         scores: dict[str, float] = {}
@@ -153,6 +156,34 @@ class EditGate:
         if grounding is None or not all(same_role(result.original, edit, grounding) for edit in result.edits):
             return False
         return (await self.slots.verify(result.text, single, context)).label == "attributable"
+
+
+def _with_support(sentence: str, passage: str | None, title: str | None, edited: str) -> str | None:
+    """The evidence sentence with the sentences of its passage that state the rest of the
+    edited sentence, in passage order and under the title: an edit of one clause ('designed
+    by the Danish architect Jørn Utzon') leaves another clause ('formally opened by Queen
+    Elizabeth II on 20 October 1973') that another sentence of the passage states. The
+    edit's values still come from the one sentence; this reading only lets the NLI see that
+    the rest of the sentence is stated too. None where some value of the edited sentence is
+    in no sentence of the passage, or where the evidence sentence needs no other."""
+    if passage is None:
+        return None
+    texts = [passage[s:e].strip() for s, e in split_sentences(passage) if passage[s:e].strip()]
+    chosen = {sentence.strip()}
+    for slot in analyse(edited).slots:
+        if writes(sentence, slot) or (title and writes(title, slot)):
+            continue
+        found = next((t for t in texts if writes(t, slot)), None)
+        if found is None:
+            return None
+        chosen.add(found)
+    if len(chosen) == 1:
+        return None
+    ordered = [t for t in texts if t in chosen]
+    if sentence.strip() not in ordered:
+        ordered.append(sentence.strip())
+    premise = " ".join(ordered)
+    return f"{title}. {premise}" if title and title not in premise else premise
 
 
 def _titled(premise: str, title: str | None, passage_id: str) -> list[Passage]:

@@ -268,7 +268,10 @@ class SlotsVerifier:
             used = {
                 e for e in line.analysis.slots for c in claim.slots if c is not slot and slots_agree(c, e)
             }
-            candidates = [e for e in line.analysis.slots if e not in used and slots_agree(slot, e) is False]
+            candidates = [
+                e for e in line.analysis.slots
+                if e not in used and slots_agree(slot, e) is False and _same_clause(slot, e, claim, line)
+            ]  # fmt: skip
             if subject:  # another name, not a part of it ('Wilbur' for 'Wilbur Wright')
                 candidates = [
                     e for e in candidates
@@ -572,11 +575,12 @@ def _titles(lines: list[_Line], evidence: list[Passage] | None) -> dict[int, str
 
 def _states_slot(slot: Slot, line: _Line) -> bool:
     """The aligned sentence itself states the claim's slot."""
-    if any(slots_agree(slot, e) for e in line.analysis.slots):
-        return True
-    if slot.kind == "entity":
-        return mentions(line.analysis.text, slot.text)
-    return _states(line.analysis.text, slot.text)
+    return any(slots_agree(slot, e) for e in line.analysis.slots) or writes(line.analysis.text, slot)
+
+
+def writes(text: str, slot: Slot) -> bool:
+    """``text`` writes the slot: its name mentioned, its value as whole words."""
+    return mentions(text, slot.text) if slot.kind == "entity" else _states(text, slot.text)
 
 
 def _same_subject(claim: Analysis, line: _Line, support: dict[Slot, _Line]) -> bool:
@@ -591,6 +595,27 @@ def _same_subject(claim: Analysis, line: _Line, support: dict[Slot, _Line]) -> b
     return line.aligned.lexical >= 0.5
 
 
+def _same_clause(slot: Slot, candidate: Slot, claim: Analysis, line: _Line) -> bool:
+    """Where the evidence sentence lacks the verb of the claim's value but has another verb
+    of the claim, only a value of a verb the claim has answers it: 'opened ... on 20 October
+    1973, after being designed by ... Utzon' against 'It was designed by ... Utzon, whose
+    entry won a competition in 1957' shares the clause of 'design', and 1957 is the date of
+    'win', another event, not the opening's ('His 1936 paper ... introduced' still answers
+    'paper ..., published in 1946, introduced'). Otherwise (the same verb, or a paraphrase:
+    'completed' / 'finished') the roles decide as before; names always need the same verb
+    (``_best_candidate``)."""
+    mine = slot.role.verb
+    if slot.kind == "entity" or mine is None or mine in _LIGHT_VERBS:
+        return True
+    theirs = {r.lemma for r in line.analysis.relations} - _LIGHT_VERBS
+    if mine in theirs:  # the roles decide ('born in 1820 and died in 1900')
+        return True
+    ours = {r.lemma for r in claim.relations}
+    if theirs & ours:
+        return candidate.role.verb in ours or candidate.role.head == slot.role.head
+    return True
+
+
 def _best_candidate(slot: Slot, candidates: list[Slot]) -> Slot | None:
     """The evidence slot that plays the claim slot's role; ambiguity means no answer."""
     if not candidates:
@@ -602,7 +627,9 @@ def _best_candidate(slot: Slot, candidates: list[Slot]) -> Slot | None:
     if slot.kind == "entity":  # names are many per sentence: only the same role of the same verb
         choice = ranked[0]
         same_verb = slot.role.verb is not None and choice.role.verb == slot.role.verb
-        same_role = (same_verb or choice.role.head == slot.role.head) and choice.role.prep == slot.role.prep
+        same_role = (same_verb or choice.role.head == slot.role.head) and (
+            choice.role.prep == slot.role.prep or choice.role.same_part(slot.role)
+        )
         return choice if same_role and best >= 2.5 else None
     return ranked[0] if best >= (0.0 if len(ranked) == 1 else 1.0) else None
 

@@ -319,3 +319,42 @@ def test_a_name_decides_a_value_beside_it_and_verbs_decide_the_rest() -> None:
     fide = "The world chess federation, FIDE, was founded in Paris on 20 July 1924, and it took control of the title in 1948."
     claim = "FIDE took control of the title in 1958."
     assert value_problem("1958", claim, "1924", fide) is not None  # nearer 'FIDE', but the founding's
+
+
+SYDNEY = (
+    "The Sydney Opera House is a performing arts centre in Sydney. It was designed by the Danish architect Jørn "
+    "Utzon, whose entry won an international design competition in 1957. It was formally opened by Queen "
+    "Elizabeth II on 20 October 1973."
+)
+TWO_CLAUSES = (
+    "The Sydney Opera House was formally opened by Queen Elizabeth II on 20 October 1973, after being designed "
+    "by the Swedish architect Jørn Utzon."
+)
+DESIGNED = "It was designed by the Danish architect Jørn Utzon, whose entry won an international design competition in 1957."
+
+
+def _entails_with(*needles: str) -> Callable[[str, str], list[float]]:
+    """Entails the edited sentence from premises holding every needle; the original is contradicted."""
+
+    def rule(premise: str, hypothesis: str) -> list[float]:
+        if "Danish" not in hypothesis:
+            return [0.02, 0.08, 0.9]
+        return [0.9, 0.05, 0.05] if all(n in premise for n in needles) else [0.05, 0.9, 0.05]
+
+    return rule
+
+
+async def test_the_rest_of_a_two_clause_sentence_may_be_read_from_its_passage() -> None:
+    """The edit of one clause comes from one sentence; the NLI may read the sentences of the
+    passage that state the other clause beside it ('opened ... on 20 October 1973')."""
+    result = _swap_from(TWO_CLAUSES, "Swedish", "Danish", DESIGNED, "sydney")
+    nli = NLIVerifier(RulePairScorer(_entails_with("Danish", "20 October 1973")))
+    gate = EditGate(HybridVerifier(nli, SlotsVerifier()), nli, GatePolicy(min_entailment=0.83))
+    titled = [Passage(id="sydney", text=SYDNEY, title="Sydney Opera House", provider="index", source="s.md")]
+    revision = await gate.review(result, titled)
+    assert revision.status == "applied", revision.reason
+    assert revision.evidence_sentence == DESIGNED and revision.scores["evidence_entails_edited"] == pytest.approx(0.9)
+    # the other clause stated nowhere in the passage: no such reading, the sentence is flagged
+    alone = SYDNEY.replace(" It was formally opened by Queen Elizabeth II on 20 October 1973.", "")
+    passage = [Passage(id="sydney", text=alone, title="Sydney Opera House", provider="index", source="s.md")]
+    assert (await gate.review(result, passage)).status == "flagged"

@@ -503,3 +503,30 @@ async def test_only_the_event_passage_topic_excuses_a_name_stated_elsewhere() ->
     verdict = await SlotsVerifier(Aligner(HashingEmbedder())).verify(claim, evidence)
     assert verdict.label == "contradictory", verdict.reason
     assert any(m.replacement == "Vostok 6" for m in verdict.mismatches)
+
+
+async def test_a_passive_agent_and_an_active_subject_are_one_part() -> None:
+    """'chosen ... by Queen Anne' and 'Queen Victoria chose it' both say who chose."""
+    evidence = _titled("Ottawa", "Queen Victoria chose it as the capital of the Province of Canada in 1857.")
+    claim = "Ottawa was chosen as the capital of the Province of Canada in 1857 by Queen Anne."
+    verdict = await _slots_verifier().verify(claim, evidence)
+    assert verdict.label == "contradictory", verdict.reason
+    assert (verdict.mismatches[0].text, verdict.mismatches[0].replacement) == ("Queen Anne", "Queen Victoria")
+    right = await _slots_verifier().verify(claim.replace("Anne", "Victoria"), evidence)
+    assert right.label == "attributable", right.reason
+
+
+async def test_a_value_of_a_verb_the_claim_lacks_is_another_events() -> None:
+    """The evidence shares the claim's 'design' clause; 1957 is the date of 'win', not of 'open'."""
+    evidence = _titled(
+        "Sydney Opera House",
+        "It was designed by the architect Jørn Utzon, whose entry won an international design competition in 1957.",
+    )
+    claim = "The Sydney Opera House was opened on 20 October 1973, after being designed by the architect Jørn Utzon."
+    verdict = await SlotsVerifier(Aligner(HashingEmbedder()), strong_align=0.3).verify(claim, evidence)
+    assert not any(m.replacement == "1957" for m in verdict.mismatches), verdict.reason
+    # a value of a verb the claim has still answers it ('His 1936 paper ... introduced')
+    turing = _titled("Alan Turing", 'His 1936 paper "On Computable Numbers" introduced the Turing machine.')
+    claim = 'Alan Turing\'s paper "On Computable Numbers", published in 1946, introduced the Turing machine.'
+    verdict = await SlotsVerifier(Aligner(HashingEmbedder()), strong_align=0.3).verify(claim, turing)
+    assert verdict.label == "contradictory" and verdict.mismatches[0].replacement == "1936", verdict.reason
