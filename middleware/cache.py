@@ -150,51 +150,42 @@ class RedisCache:
         return self._outage.available
 
     async def get(self, key: str) -> Any | None:
-        if self._using_fallback():
+        if self._outage.active():
             return self.fallback.get_nowait(key)
         try:
             data = await self._redis.get(self.prefix + key)
         except (RedisError, OSError) as exc:
-            self._mark_down(exc)
+            self._outage.down(exc)
             return self.fallback.get_nowait(key)
-        self._mark_up()
+        self._outage.up()
         return None if data is None else decode_value(data)
 
     async def set(self, key: str, value: Any, ttl_s: float | None = None) -> None:
         data = encode_value(value)
         ttl = self.default_ttl_s if ttl_s is None else ttl_s
-        if self._using_fallback():
+        if self._outage.active():
             self.fallback.set_nowait(key, value, ttl)
             return
         try:
             await self._redis.set(self.prefix + key, data, px=max(1, int(ttl * 1000)))
         except (RedisError, OSError) as exc:
-            self._mark_down(exc)
+            self._outage.down(exc)
             self.fallback.set_nowait(key, value, ttl)
             return
-        self._mark_up()
+        self._outage.up()
 
     async def delete(self, key: str) -> None:
         await self.fallback.delete(key)
-        if self._using_fallback():
+        if self._outage.active():
             return
         try:
             await self._redis.delete(self.prefix + key)
         except (RedisError, OSError) as exc:
-            self._mark_down(exc)
+            self._outage.down(exc)
 
     async def aclose(self) -> None:
         await self._redis.aclose()
         await self.fallback.aclose()
-
-    def _using_fallback(self) -> bool:
-        return self._outage.active()
-
-    def _mark_down(self, exc: BaseException) -> None:
-        self._outage.down(exc)
-
-    def _mark_up(self) -> None:
-        self._outage.up()
 
 
 class RedisOutage:

@@ -152,7 +152,9 @@ class RuntimeSettings(RayTierSettings):
     )
     max_length: int = Field(256, description="tokens per input when exporting (longer inputs are truncated)")
     sync_batch_size: int = Field(64, description="batch size of offline (non-batcher) jobs such as indexing")
-    verify_checksums: bool = Field(True, description="check each model file's sha256 against its manifest at load")
+    verify_checksums: bool = Field(
+        True, description="check the sha256 of each model file a session loads against its manifest, once per process"
+    )
     thread_spinning: bool = Field(
         False, description="let onnxruntime worker threads spin between runs (lower latency, busy CPU)"
     )

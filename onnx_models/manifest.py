@@ -122,8 +122,7 @@ def read_manifest(directory: Path, verify: bool = True) -> Manifest:
         raise ManifestError(f"{path}: invalid manifest: {exc}") from exc
     if manifest.format_version > FORMAT_VERSION:
         raise ManifestError(f"{path}: format {manifest.format_version} is newer than this runtime's")
-    listed = [*manifest.graphs.values(), *(f for files in manifest.variants.values() for f in files.values())]
-    missing = [g for g in listed if g not in manifest.files]
+    missing = [g for g in graph_files(manifest) if g not in manifest.files]
     if missing:
         raise ManifestError(f"{path}: graphs {missing} have no checksum")
     if verify:
@@ -131,10 +130,20 @@ def read_manifest(directory: Path, verify: bool = True) -> Manifest:
     return manifest
 
 
+def graph_files(manifest: Manifest) -> list[str]:
+    """Every graph file the export ships: its graphs and their variants."""
+    return [*manifest.graphs.values(), *(f for files in manifest.variants.values() for f in files.values())]
+
+
 def verify_files(directory: Path, manifest: Manifest) -> None:
-    for name, expected in manifest.files.items():
-        file = Path(directory) / name
-        if not file.is_file():
-            raise ManifestError(f"{directory}: {name} is listed in the manifest but missing")
-        if sha256_file(file) != expected:
-            raise ManifestError(f"{directory}: {name} does not match its sha256 in the manifest")
+    for name in manifest.files:
+        verify_file(directory, manifest, name)
+
+
+def verify_file(directory: Path, manifest: Manifest, name: str) -> None:
+    """Raise ManifestError unless ``directory/name`` is there and matches its listed sha256."""
+    file = Path(directory) / name
+    if not file.is_file():
+        raise ManifestError(f"{directory}: {name} is listed in the manifest but missing")
+    if sha256_file(file) != manifest.files[name]:
+        raise ManifestError(f"{directory}: {name} does not match its sha256 in the manifest")

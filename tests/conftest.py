@@ -1,4 +1,5 @@
-"""Shared fixtures: the scripted demo upstream and the proxy, both on loopback."""
+"""Shared fixtures: the scripted demo upstream and the proxy, both on loopback; spaCy loaded
+before a module's tests (``pytestmark = pytest.mark.usefixtures("warm_spacy")``)."""
 
 from __future__ import annotations
 
@@ -45,3 +46,11 @@ async def make_proxy() -> AsyncIterator[Callable[..., object]]:
     yield _make
     for runner in reversed(runners):
         await runner.cleanup()
+
+
+@pytest.fixture(scope="module")
+def warm_spacy() -> None:
+    """Load spaCy once, outside any sentence budget (a cold load takes seconds)."""
+    from middleware.pipeline.slots import analyse
+
+    analyse("Warm up the parser.")

@@ -16,11 +16,12 @@ import numpy as np
 from tokenizers import Encoding
 
 from middleware.runtime.batcher import MicroBatcher
+from middleware.runtime.integrity import read_model_manifest
 from middleware.runtime.onnx_session import OnnxSession, load_graph
 from middleware.runtime.precision import INT8, Device
 from middleware.runtime.tokenizer import TextTokenizer
 from middleware.settings import RuntimeSettings
-from onnx_models.manifest import Manifest, read_manifest
+from onnx_models.manifest import Manifest
 
 
 class BatchedEncoder:
@@ -32,9 +33,7 @@ class BatchedEncoder:
 
     def __init__(self, directory: Path, settings: RuntimeSettings, name: str | None = None) -> None:
         self.directory = Path(directory)
-        self.manifest: Manifest = read_manifest(self.directory, verify=settings.verify_checksums)
-        if self.manifest.task != self.task:
-            raise ValueError(f"{directory} holds a {self.manifest.task} model, not {self.task}")
+        self.manifest: Manifest = read_model_manifest(self.directory, self.task, settings)
         self.tokenizer = TextTokenizer(
             self.directory / "tokenizer.json", self.manifest.max_length, self.manifest.inputs["model"]
         )

@@ -168,17 +168,25 @@ def load_graph(directory: Path, manifest: Manifest, role: str, settings: Runtime
     precision ``runtime.precision`` asks for on this device. With ``provider: auto`` a model
     that CUDA cannot run (only a dynamically quantised int8 graph) runs on the CPU, with a
     warning; with ``provider: cuda`` that is an error."""
+    choice, providers = graph_choice(directory, manifest, role, settings)
+    return get_session(choice.path, settings, choice, providers)
+
+
+def graph_choice(
+    directory: Path, manifest: Manifest, role: str, settings: RuntimeSettings, warn: bool = True
+) -> tuple[GraphChoice, list[str]]:
+    """The file and precision of graph ``role`` that ``load_graph`` loads, and the providers it
+    runs on (see ``load_graph``); ``warn``: log the fallback to the CPU."""
     providers = choose_providers(settings.provider)
     device: Device = "cuda" if providers[0] == CUDA else "cpu"
     try:
-        choice = choose_graph(directory, manifest, role, device, settings.precision)
+        return choose_graph(directory, manifest, role, device, settings.precision), providers
     except Int8OnCuda as exc:
         if settings.provider == "cuda":
             raise ProviderUnavailable(str(exc)) from None
-        log.warning("%s; running it on the CPU", exc)
-        providers = [CPU]
-        choice = choose_graph(directory, manifest, role, "cpu", settings.precision)
-    return get_session(choice.path, settings, choice, providers)
+        if warn:
+            log.warning("%s; running it on the CPU", exc)
+        return choose_graph(directory, manifest, role, "cpu", settings.precision), [CPU]
 
 
 def get_session(

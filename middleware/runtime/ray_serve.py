@@ -5,9 +5,11 @@ Each deployment wraps the in-process model class the local runtime uses (``OnnxE
 ``OnnxPairScorer``, ``OnnxSeq2Seq``, loaded by ``middleware.runtime.loading`` from the tier's
 own settings), behind an HTTP route of the Serve ingress (``ray_client.ROUTES``): ``GET`` describes
 the model (and counts the requests and batches served), ``POST {"inputs": [...]}`` runs it. Requests from every replica are batched together
-by ``@serve.batch`` (dynamic batching: up to ``runtime.max_batch`` requests, waiting at most
-``runtime.max_wait_ms`` for them), and each batch runs in one length-sorted pass of the model's
-blocking path (``embed_sync``, ``score_sync``, ``generate_fused``) in a worker thread.
+by ``@serve.batch`` (dynamic batching, sized as the in-process batcher is on the device the
+replica's model runs on, ``encoder.batch_limits``: ``runtime.max_batch`` / ``max_wait_ms`` on
+the CPU, ``runtime.cuda_max_batch`` / ``cuda_max_wait_ms`` on CUDA), and each batch runs in one
+length-sorted pass of the model's blocking path (``embed_sync``, ``score_sync``,
+``generate_fused``) in a worker thread.
 """
 
 from __future__ import annotations
@@ -17,11 +19,15 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+import onnxruntime as ort
 from ray import serve
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
+from middleware.runtime.encoder import BatchLimits, batch_limits
 from middleware.runtime.loading import load_embedder, load_pair_scorer, load_seq2seq
+from middleware.runtime.onnx_session import CUDA
+from middleware.runtime.precision import Device
 from middleware.runtime.ray_client import encode_rows
 from middleware.settings import RuntimeSettings
 
@@ -44,6 +50,13 @@ class _Served:
         self.info: dict[str, Any] = {"kind": kind, "spec": spec}
         self.served = {"requests": 0, "batches": 0}
         return settings
+
+    def _limit_batches(self, settings: RuntimeSettings, device: Device) -> None:
+        """Size ``self.batch`` (the subclass's ``@serve.batch``) for the device the model runs on."""
+        limits = batch_limits(settings, device)
+        self.batch.set_max_batch_size(limits.max_batch)  # type: ignore[attr-defined]
+        self.batch.set_batch_wait_timeout_s(limits.max_wait_ms / 1000.0)  # type: ignore[attr-defined]
+        self.info.update(device=device, max_batch=limits.max_batch, max_wait_ms=limits.max_wait_ms)
 
     def _count(self, requests: int) -> None:
         self.served["requests"] += requests
@@ -76,8 +89,7 @@ class EncoderModel(_Served):
             model = load_pair_scorer(spec, kind, settings)
             self.infer_sync = lambda pairs: model.score_sync([tuple(pair) for pair in pairs])
             self.info.update(name=model.name, labels=model.labels, manifest=model.manifest.model_dump(mode="json"))
-        self.batch.set_max_batch_size(settings.max_batch)
-        self.batch.set_batch_wait_timeout_s(settings.max_wait_ms / 1000.0)
+        self._limit_batches(settings, model.session.device)
 
     @serve.batch(max_batch_size=32, batch_wait_timeout_s=0.002)
     async def batch(self, requests: list[list[Any]]) -> list[np.ndarray]:
@@ -102,8 +114,7 @@ class Seq2SeqModel(_Served):
         settings = self._setup(kind, spec, settings_json)
         self.model = load_seq2seq(spec, settings)
         self.info.update(name=f"seq2seq:{self.model.directory.name}")
-        self.batch.set_max_batch_size(settings.max_batch)
-        self.batch.set_batch_wait_timeout_s(settings.max_wait_ms / 1000.0)
+        self._limit_batches(settings, self.model.encoder.device)
 
     @serve.batch(max_batch_size=32, batch_wait_timeout_s=0.002)
     async def batch(self, requests: list[tuple[list[list[str]], int]]) -> list[list[str]]:
@@ -137,6 +148,19 @@ def model_specs(runtime: RuntimeSettings, seq2seq_model: str | None) -> dict[str
     return specs
 
 
+def replica_device(runtime: RuntimeSettings) -> Device:
+    """The device the replicas will run on: ``runtime.provider``, and for ``auto`` CUDA where
+    this node's onnxruntime offers it (a replica checks CUDA itself when it loads)."""
+    if runtime.provider == "auto":
+        return "cuda" if CUDA in ort.get_available_providers() else "cpu"
+    return runtime.provider
+
+
+def replica_limits(runtime: RuntimeSettings) -> BatchLimits:
+    """The batch limits the replicas will take (``encoder.batch_limits`` on ``replica_device``)."""
+    return batch_limits(runtime, replica_device(runtime))
+
+
 def application(kind: str, spec: str, runtime: RuntimeSettings) -> Any:
     """The Serve application of one model: ``runtime.ray_replicas`` replicas of
     ``runtime.ray_replica_cpus`` CPUs each, taking enough requests at once to fill a batch."""
@@ -145,6 +169,6 @@ def application(kind: str, spec: str, runtime: RuntimeSettings) -> Any:
         name=f"{kind}-model",
         num_replicas=runtime.ray_replicas,
         ray_actor_options={"num_cpus": runtime.ray_replica_cpus},
-        max_ongoing_requests=max(8, 4 * runtime.max_batch),
+        max_ongoing_requests=max(8, 4 * replica_limits(runtime).max_batch),
     )
     return options.bind(kind, spec, runtime.model_dump_json())

@@ -22,9 +22,10 @@ import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
+from middleware.runtime.integrity import read_model_manifest
 from middleware.runtime.onnx_session import CUDA, choose_providers
 from middleware.settings import RuntimeSettings
-from onnx_models.manifest import TASKS, ManifestError, is_export_dir, read_manifest
+from onnx_models.manifest import TASKS, ManifestError, is_export_dir
 from onnx_models.quantize import quantize_export
 from onnx_models.sources import bundled_export, packaged_checkpoint
 
@@ -55,7 +56,7 @@ def resolve_model(spec: str, task: str, settings: RuntimeSettings, quantize: str
     if ready is not None:
         if not is_export_dir(ready):
             raise FileNotFoundError(f"the {spec!r} model for {task} is not shipped in this install ({ready})")
-        _check_task(ready, task, settings)
+        read_model_manifest(ready, task, settings)
         return ready
     quantization = quantize or default_quantization(task, settings)
     target = cache_dir(spec, task, quantization, settings)
@@ -89,18 +90,12 @@ def _fingerprint(directory: Path) -> str:
     return hashlib.sha256(repr(stats).encode()).hexdigest()
 
 
-def _check_task(directory: Path, task: str, settings: RuntimeSettings) -> None:
-    manifest = read_manifest(directory, verify=settings.verify_checksums)
-    if manifest.task != task:
-        raise ValueError(f"{directory} holds a {manifest.task} model, not {task}")
-
-
 def _usable(target: Path, task: str, settings: RuntimeSettings) -> bool:
     """Is the cached export there and intact? A damaged one is removed, to be made again."""
     if not target.exists():
         return False
     try:
-        _check_task(target, task, settings)
+        read_model_manifest(target, task, settings)
         return True
     except ManifestError as exc:
         log.warning("cached model %s is damaged (%s); exporting it again", target, exc)

@@ -14,10 +14,10 @@ from pathlib import Path
 
 import numpy as np
 
+from middleware.runtime.integrity import read_model_manifest
 from middleware.runtime.onnx_session import load_graph
 from middleware.runtime.tokenizer import TextTokenizer
 from middleware.settings import RuntimeSettings
-from onnx_models.manifest import read_manifest
 
 
 def fuse(states: np.ndarray, mask: np.ndarray, group_sizes: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
@@ -43,9 +43,7 @@ class OnnxSeq2Seq:
 
     def __init__(self, directory: Path, settings: RuntimeSettings) -> None:
         self.directory = Path(directory)
-        self.manifest = read_manifest(self.directory, verify=settings.verify_checksums)
-        if self.manifest.task != "seq2seq":
-            raise ValueError(f"{directory} holds a {self.manifest.task} model, not seq2seq")
+        self.manifest = read_model_manifest(self.directory, "seq2seq", settings)
         self.tokenizer = TextTokenizer(
             self.directory / "tokenizer.json", self.manifest.max_length, self.manifest.inputs["encoder"]
         )

@@ -26,7 +26,6 @@ from middleware.pipeline.alignment import Aligner
 from middleware.pipeline.cqgen import SlotQuestionGenerator
 from middleware.pipeline.decontext import NoDecontextualiser
 from middleware.pipeline.factchecker import FactChecker, PipelineParts
-from middleware.pipeline.slots import analyse
 from middleware.pipeline.verifiers import NLIVerifier, SlotsVerifier, Verifier
 from middleware.runtime.batcher import MicroBatcher
 from middleware.chat.api_router import SERVICE_KEY
@@ -146,10 +145,7 @@ class BrokenSessionScorer:
         return np.stack(await self.batcher.submit_many(list(pairs)))
 
 
-@pytest.fixture(scope="module", autouse=True)
-def warm_spacy() -> None:
-    """Load spaCy once, outside any sentence budget (a cold load takes seconds)."""
-    analyse("Warm up the parser.")
+pytestmark = pytest.mark.usefixtures("warm_spacy")
 
 
 ROOMY = {"check.sentence_budget_s": 10.0}

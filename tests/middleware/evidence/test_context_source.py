@@ -18,7 +18,6 @@ from adapters.langchain import FactCheckCallbackHandler, FactCheckedChatModel, R
 from middleware.chat.protocol import ChatRequest
 from middleware.evidence.context_source import ContextFirst, ContextSource, sources_for_policy
 from middleware.evidence.request_passages import request_passages
-from middleware.pipeline.slots import analyse
 from middleware.types import CheckContext, Sentence
 from tests.support.context_doubles import (
     CLOSED_BOOK,
@@ -35,9 +34,7 @@ from tests.support.context_doubles import (
 )
 
 
-@pytest.fixture(scope="module", autouse=True)
-def warm_spacy() -> None:
-    analyse("Warm up the parser.")
+pytestmark = pytest.mark.usefixtures("warm_spacy")
 
 
 # --- the context source and its policies -------------------------------------------------------

@@ -139,6 +139,49 @@ def test_damaged_file_fails_verification(exports: dict[str, Path], tmp_path: Pat
         read_manifest(copy)
 
 
+@pytest.fixture
+def hashed(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The names of the files sha256-hashed while the test runs."""
+    import onnx_models.manifest
+
+    names: list[str] = []
+
+    def counting(path: Path, chunk: int = 1 << 20) -> str:
+        names.append(Path(path).name)
+        return sha256_file(path, chunk)
+
+    monkeypatch.setattr(onnx_models.manifest, "sha256_file", counting)
+    return names
+
+
+def test_a_cpu_session_verifies_the_files_it_loads_once(exports: dict[str, Path], tmp_path: Path,
+                                                        hashed: list[str]) -> None:
+    import shutil
+
+    copy = shutil.copytree(exports["nli-int8"], tmp_path / "nli")
+    (copy / "model.weights-int8.onnx").write_bytes(b"a GPU's copy, never loaded on the CPU")
+    settings = RuntimeSettings(provider="cpu")
+    scorer = OnnxPairScorer(resolve_model(str(copy), "nli", settings), settings, "nli")
+    OnnxPairScorer(copy, settings, "nli")
+    tokenizer_files = [name for name in read_manifest(copy, verify=False).files if not name.endswith(".onnx")]
+    assert tokenizer_files and sorted(hashed) == sorted([*tokenizer_files, "model.onnx"])
+    assert scorer.session.path.name == "model.onnx"
+
+
+def test_a_damaged_graph_that_is_loaded_fails_verification(exports: dict[str, Path], tmp_path: Path) -> None:
+    import shutil
+
+    copy = shutil.copytree(exports["nli-int8"], tmp_path / "nli")
+    OnnxPairScorer(copy, RuntimeSettings(provider="cpu"), "nli")  # verified once, intact
+    with open(copy / "model.onnx", "ab") as fh:
+        fh.write(b" ")
+    with pytest.raises(ManifestError, match="model.onnx does not match its sha256"):
+        OnnxPairScorer(copy, RuntimeSettings(provider="cpu"), "nli")
+    (copy / "model.weights-int8.onnx").write_bytes(b"broken")
+    with pytest.raises(ManifestError, match="model.weights-int8.onnx does not match its sha256"):
+        OnnxPairScorer(copy, RuntimeSettings(provider="cpu", precision="fp32"), "nli")
+
+
 def test_labels_override_and_count_check(checkpoints: dict[str, Path], tmp_path: Path) -> None:
     out = export_model(checkpoints["nli"], "nli", tmp_path / "x", labels=["attributable", "extrapolatory", "c"])
     assert read_manifest(out).labels == ["attributable", "extrapolatory", "c"]
