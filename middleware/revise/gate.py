@@ -41,7 +41,7 @@ import re
 from dataclasses import dataclass
 
 from middleware.pipeline.sentences import split_sentences
-from middleware.pipeline.names import names_match, normalise_name
+from middleware.pipeline.names import mentions, names_match, normalise_name
 from middleware.pipeline.slots import Slot, analyse, slots_agree
 from middleware.pipeline.verifiers.base import DetailedVerdict, Verifier
 from middleware.pipeline.verifiers.nli import NLIVerifier
@@ -311,8 +311,7 @@ def _edit_problem(original: str, edited: str, edit: Edit, evidence: str, wording
         rest = original[: edit.start] + " " + original[edit.end :]
         if new.strip() and new.strip().lower() in rest.lower():
             return f"the sentence already names '{new.strip()}': swapping it in would name it twice"
-        surname = old.strip().split()[-1] if old.strip() else ""
-        if old_slots[:1] and old_slots[0].kind == "entity" and re.search(rf"\b{re.escape(surname)}\b", evidence):
+        if old_slots[:1] and old_slots[0].kind == "entity" and mentions(evidence, _whole_name(original, edit)):
             return f"the evidence names '{old.strip()}' too: a swapped role, not a wrong name"
         run = name_run(edited, edited.find(new) if new in edited else -1, len(new))
         if run and run not in evidence:
@@ -328,6 +327,16 @@ def _edit_problem(original: str, edited: str, edit: Edit, evidence: str, wording
     if _singular_before_plural(edited, new):
         return f"'{new}' would stand before a plural noun"
     return None
+
+
+def _whole_name(sentence: str, edit: Edit) -> str:
+    """The claim's whole name the edit changes part of ('Westinghouse Electric Company' for
+    'Westinghouse Electric'), so it is looked for as the name it is (a firm's name ends in
+    no surname)."""
+    whole = next(
+        (s for s in analyse(sentence).slots if s.kind == "entity" and s.start <= edit.start and edit.end <= s.end), None
+    )
+    return whole.text if whole is not None else edit.original.strip()
 
 
 def _words(text: str) -> set[str]:

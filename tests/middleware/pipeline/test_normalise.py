@@ -152,6 +152,9 @@ def test_mentions_a_generic_head_only_on_its_own() -> None:
     # 'College' of another college, 'Company' of another company, a lowercase verb: no mention
     assert not mentions("Darwin studied at Christ's College, Cambridge.", "Trinity College")
     assert not mentions("It merged with the Thomson-Houston Company in 1892.", "Westinghouse Electric Company")
+    # a firm's name without 'Company' ends in no surname; a one-word firm is its word
+    assert not mentions("Edison General Electric merged with another firm.", "Westinghouse Electric Company")
+    assert mentions("Apple makes phones.", "Apple Inc.")
     assert not mentions("It was built to house the tomb of his wife.", "Sandringham House")
     assert mentions("He taught at the College for ten years.", "Trinity College")
     # a surname after another first name still names a Curie (the pronoun resolution picks which)

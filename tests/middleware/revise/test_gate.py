@@ -166,6 +166,9 @@ FORM_CASES = [  # sentence, old, new, evidence sentence, expected problem (subst
     # a capitalised name the NER misses alone is still a name
     ("Van Gogh was born in Arles.", "Arles", "Zundert", "Van Gogh was born in Zundert.", None),
     ("He won gold in St. Moritz, Switzerland.", "St. Moritz", "Beijing", "He won gold in Beijing.", None),
+    # the claim's whole firm name is looked for: 'Electric' of 'Edison General Electric' is not it
+    ("Edison General Electric merged with the Westinghouse Electric Company in 1892.", "Westinghouse Electric",
+     "Thomson-Houston", "Edison General Electric merged with the Thomson-Houston Company in 1892.", None),
 ]  # fmt: skip
 
 
