@@ -18,7 +18,6 @@ from middleware.interfaces import MemoryProbe
 from middleware.evidence.request_passages import request_passages
 from middleware.metrics import MEMORY_CHECK_LATENCY, MEMORY_CHECK_TOKENS
 from middleware.pipeline.memory import MemoryCheck, closed_book_body, closed_book_question
-from middleware.pipeline.slots import analyse
 from middleware.types import CheckContext, Sentence
 from tests.support.context_doubles import (
     CLOSED_BOOK,
@@ -35,9 +34,7 @@ from tests.support.context_doubles import (
 )
 
 
-@pytest.fixture(scope="module", autouse=True)
-def warm_spacy() -> None:
-    analyse("Warm up the parser.")
+pytestmark = pytest.mark.usefixtures("warm_spacy")
 
 
 def counter(metric) -> float:
