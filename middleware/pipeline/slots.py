@@ -532,6 +532,22 @@ def participants(
     return out
 
 
+def clause_subject(analysis: Analysis, slot: Slot) -> Slot | None:
+    """The named subject of the clause ``slot`` sits in: the subject of its verb, or of the
+    verb that verb is conjoined to ('Isaac Newton studied and taught at Trinity College':
+    'Isaac Newton' for 'Trinity College'). None for a pronoun or no subject."""
+    span = analysis.doc.char_span(slot.start, slot.end, alignment_mode="expand")
+    if span is None:
+        return None
+    verb = next((t for t in span.root.ancestors if t.pos_ in ("VERB", "AUX")), None)
+    while verb is not None:
+        subject = next((c for c in verb.children if c.dep_ in ("nsubj", "nsubjpass")), None)
+        if subject is not None:
+            return next((s for s in analysis.slots if s.kind == "entity" and s.start <= subject.idx < s.end), None)
+        verb = verb.head if verb.dep_ == "conj" and verb.head.pos_ in ("VERB", "AUX") else None
+    return None
+
+
 def _named_subject_before(analysis: Analysis, pronoun: Token) -> bool:
     """A name earlier in the sentence is a clause's subject (or in apposition to it): the
     pronoun refers back to it, not to the passage's topic ('The world chess federation,

@@ -33,6 +33,7 @@ from middleware.pipeline.slots import (
     Slot,
     analyse,
     analyse_many,
+    clause_subject,
     participants,
     role_similarity,
     slots_agree,
@@ -158,7 +159,10 @@ class SlotsVerifier:
         stating = [line for line in lines if line.score >= self.strong_align or line in event_lines]
         displaced = [
             s for s in support
-            if not any(_states_slot(s, line) for line in (event_lines if s.kind == "entity" else stating))
+            if not any(
+                _states_slot(s, line) and not _stated_of_another(s, claim, line)
+                for line in (event_lines if s.kind == "entity" else stating)
+            )
             and not (s.kind == "entity" and any(_names_topic(t, s.text) for t in titles.values()))
         ]  # fmt: skip
         found = [
@@ -581,6 +585,24 @@ def _states_slot(slot: Slot, line: _Line) -> bool:
 def writes(text: str, slot: Slot) -> bool:
     """``text`` writes the slot: its name mentioned, its value as whole words."""
     return mentions(text, slot.text) if slot.kind == "entity" else _states(text, slot.text)
+
+
+def _stated_of_another(slot: Slot, claim: Analysis, line: _Line) -> bool:
+    """The sentence names the claim's name only in a clause about another subject, while
+    the claim's own subject is the subject of another of its clauses: 'Isaac Newton studied
+    and taught at Trinity College, and Charles Darwin studied at Christ's College' does not
+    say that Darwin studied at Trinity College."""
+    if slot.kind != "entity" or slot.role.dep in _SUBJECT_DEPS:
+        return False
+    ours = next((c for c in claim.slots if c.kind == "entity" and c.role.dep in _SUBJECT_DEPS), None)
+    if ours is None:
+        return False
+    evidence = line.analysis
+    named = [e for e in evidence.slots if e.kind == "entity" and names_match(slot.text, e.text)]
+    holders = [clause_subject(evidence, e) for e in named]
+    if not named or any(h is None or names_match(ours.text, h.text) for h in holders):
+        return False
+    return any(e.role.dep in _SUBJECT_DEPS and names_match(ours.text, e.text) for e in evidence.slots)
 
 
 def _same_subject(claim: Analysis, line: _Line, support: dict[Slot, _Line]) -> bool:

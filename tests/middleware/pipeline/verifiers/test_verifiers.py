@@ -530,3 +530,16 @@ async def test_a_value_of_a_verb_the_claim_lacks_is_another_events() -> None:
     claim = 'Alan Turing\'s paper "On Computable Numbers", published in 1946, introduced the Turing machine.'
     verdict = await SlotsVerifier(Aligner(HashingEmbedder()), strong_align=0.3).verify(claim, turing)
     assert verdict.label == "contradictory" and verdict.mismatches[0].replacement == "1936", verdict.reason
+
+
+async def test_a_name_in_another_subjects_clause_is_not_stated_for_the_claims_subject() -> None:
+    """'Trinity College' is Newton's in this sentence; Darwin's clause names Christ's College."""
+    both = "Isaac Newton studied and taught at Trinity College, and Charles Darwin studied at Christ's College."
+    verdict = await _slots_verifier().verify("Charles Darwin studied at Trinity College.", passages_from_texts([both]))
+    assert verdict.label == "contradictory", verdict.reason
+    assert (verdict.mismatches[0].text, verdict.mismatches[0].replacement) == ("Trinity College", "Christ's College")
+    # his own clause, or subjects joined in one clause, state it
+    right = await _slots_verifier().verify("Isaac Newton taught at Trinity College.", passages_from_texts([both]))
+    assert right.label != "contradictory", right.reason
+    joined = passages_from_texts(["Isaac Newton and Charles Darwin studied at Trinity College."])
+    assert (await _slots_verifier().verify("Charles Darwin studied at Trinity College.", joined)).label == "attributable"
