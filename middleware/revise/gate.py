@@ -19,8 +19,10 @@ An editor's revision is applied only if
    change puts the sentence's own number, date or name in place of one of the same type
    that disagrees with it;
 3. it entails the edited sentence: the verifier finds no contradiction there, and the NLI
-   model's P(entailment), reading the sentence alone, with the one it continues or under
-   its passage title (the best of these), reaches ``min_entailment`` (the model's
+   model's P(entailment), reading the sentence alone, with the one it continues, under
+   its passage title, or with the sentences of its passage that state the rest of the
+   edited sentence (``_with_support``: the other clause of a two-clause sentence; the best
+   of these), reaches ``min_entailment`` (the model's
    calibrated high-precision threshold; without an NLI model the verifier must find the
    edit attributable, or find every number, date and name of the edited sentence in that
    evidence sentence). A clean swap (every change puts the evidence sentence's value in
