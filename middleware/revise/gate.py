@@ -309,6 +309,10 @@ def _edit_problem(original: str, edited: str, edit: Edit, evidence: str, wording
         return f"'{old}' -> '{new}' would put a pronoun in place of a name"
     if re.search(r"\d", old) and not re.search(r"\d", new):
         return f"'{old}' -> '{new}' would put words in place of a figure"
+    if (era := _era_after(original, edit.end)) is not None and not re.search(
+        rf"{re.escape(new.strip())}\s*{re.escape(era)}(?!\w)", evidence
+    ):
+        return f"'{new.strip()}' is not dated {era} in the evidence: '{old.strip()}' -> '{new.strip()}' would change the era"
     if new[:1].isupper() or any(s.kind == "entity" for s in new_slots):
         rest = original[: edit.start] + " " + original[edit.end :]
         if new.strip() and new.strip().lower() in rest.lower():
@@ -339,6 +343,16 @@ def _whole_name(sentence: str, edit: Edit) -> str:
         (s for s in analyse(sentence).slots if s.kind == "entity" and s.start <= edit.start and edit.end <= s.end), None
     )
     return whole.text if whole is not None else edit.original.strip()
+
+
+_ERA = re.compile(r"\s*(BCE|BC|CE|AD|B\.C\.(?:E\.)?|A\.D\.)(?!\w)")
+
+
+def _era_after(sentence: str, end: int) -> str | None:
+    """The era written right after a replaced value ('2nd century BCE'): the new value must
+    have it in the evidence too, or '2018' from 'opened in 2018' makes '2018 BCE'."""
+    match = _ERA.match(sentence, end)
+    return match.group(1) if match else None
 
 
 def _words(text: str) -> set[str]:

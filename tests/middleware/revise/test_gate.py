@@ -166,6 +166,10 @@ FORM_CASES = [  # sentence, old, new, evidence sentence, expected problem (subst
     # a capitalised name the NER misses alone is still a name
     ("Van Gogh was born in Arles.", "Arles", "Zundert", "Van Gogh was born in Zundert.", None),
     ("He won gold in St. Moritz, Switzerland.", "St. Moritz", "Beijing", "He won gold in Beijing.", None),
+    # the era stays with the value: '2018' from 'opened in 2018' is no date BCE
+    ("The city was founded in the 2nd century BCE.", "2nd century", "2018",
+     "The museum opened in 2018 and shows finds from 150 BCE.", "era"),
+    ("Rome was founded in 754 BC.", "754", "753", "Rome was founded in 753 BC, according to legend.", None),
     # the claim's whole firm name is looked for: 'Electric' of 'Edison General Electric' is not it
     ("Edison General Electric merged with the Westinghouse Electric Company in 1892.", "Westinghouse Electric",
      "Thomson-Houston", "Edison General Electric merged with the Thomson-Houston Company in 1892.", None),
