@@ -175,6 +175,7 @@ class SlotsVerifier:
                 self._negation_conflict(claim, lines),
                 self._antonym_conflict(claim, lines),
                 self._role_conflict(claim, lines, evidence),
+                self._verb_conflict(claim, lines, support, evidence),
             )
             if m
         ]
@@ -329,6 +330,45 @@ class SlotsVerifier:
                     return Mismatch(
                         kind="role", span=(c.slot.start, c.slot.end), text=c.slot.text, replacement=None,
                         evidence_index=index, evidence_span=span,
+                    ), line  # fmt: skip
+        return None
+
+    def _verb_conflict(
+        self, claim: Analysis, lines: list[_Line], support: dict[Slot, _Line], evidence: list[Passage] | None
+    ) -> _Found | None:
+        """A name the evidence states only for another verb, while its document gives the
+        claim's verb another name in the same role: 'Alan Turing was born in Wilmslow'
+        against 'Turing died in Wilmslow' and '... born in Maida Vale, London'. The verb is
+        what is wrong, so it is a role mismatch: flagged, never rewritten. Without such a
+        rival the name may hold for both verbs (born and died in one town), and nothing is
+        decided here. The rival is looked for in the aligned sentences of that document and,
+        for an event that happens once ('born', 'died': one place each), in all its
+        sentences; a verb that may hold many values ('visited', 'lived in') would make any
+        other value of it a false rival."""
+        for slot in claim.slots:
+            verb = slot.role.verb
+            if slot.kind != "entity" or slot.role.dep in _SUBJECT_DEPS or slot.role.prep is None:
+                continue
+            if verb is None or verb in _LIGHT_VERBS or slot.role.head != verb:
+                continue  # only a verb's own argument ('born in X'), not a noun's ('in honour of X')
+            if any(_names_with(slot, line, verb) for line in lines):
+                continue
+            for line in lines:
+                named = [e for e in _names_with(slot, line) if e.role.head == e.role.verb]
+                if line.score < self.strong_align or not named or not _same_subject(claim, line, support):
+                    continue
+                if any(r.lemma == verb for r in line.analysis.relations):
+                    continue  # the claim's verb is in that sentence too ('studied and taught at X')
+                index = line.aligned.sentence.passage_index
+                same = [o.analysis for o in lines if _same_document(o.aligned.sentence.passage_index, index, evidence)]
+                if verb in _ONCE and evidence is not None:
+                    same += analyse_many([
+                        s.text for s in split_passages(evidence) if _same_document(s.passage_index, index, evidence)
+                    ])  # fmt: skip
+                if any(_gives_verb_another(slot, verb, analysis) for analysis in same):
+                    return Mismatch(
+                        kind="role", span=(slot.start, slot.end), text=slot.text, replacement=None,
+                        evidence_index=index, evidence_span=line.offset(named[0].start, named[0].end),
                     ), line  # fmt: skip
         return None
 
@@ -603,6 +643,40 @@ def _stated_of_another(slot: Slot, claim: Analysis, line: _Line) -> bool:
     if not named or any(h is None or names_match(ours.text, h.text) for h in holders):
         return False
     return any(e.role.dep in _SUBJECT_DEPS and names_match(ours.text, e.text) for e in evidence.slots)
+
+
+_ONCE = frozenset({"bear", "die"})
+"""Events that happen once to their subject, at one place and one time."""
+_PLACE_PREPOSITIONS = frozenset({"in", "at"})
+
+
+def _gives_verb_another(slot: Slot, verb: str, analysis: Analysis) -> bool:
+    """The sentence gives ``verb`` a name in ``slot``'s role that is not ``slot``'s ('born in
+    Maida Vale' against 'born in Wilmslow'; 'in' and 'at' both say where)."""
+    prep = slot.role.prep
+    preps = _PLACE_PREPOSITIONS if prep in _PLACE_PREPOSITIONS else {prep}
+    return any(
+        e.kind == "entity" and e.role.verb == verb and e.role.head == verb and e.role.prep in preps
+        and not names_match(slot.text, e.text)  # whatever the NER labels them ('Málaga' as a person)
+        for e in analysis.slots
+    )  # fmt: skip
+
+
+def _same_document(a: int, b: int, evidence: list[Passage] | None) -> bool:
+    """Two passages of one document (the windows of one indexed file overlap)."""
+    if a == b:
+        return True
+    if evidence is None or not (0 <= a < len(evidence) and 0 <= b < len(evidence)):
+        return False
+    return bool(evidence[a].source) and evidence[a].source == evidence[b].source
+
+
+def _names_with(slot: Slot, line: _Line, verb: str | None = None) -> list[Slot]:
+    """The sentence's names that name the claim's name (with ``verb``: as a value of that verb)."""
+    return [
+        e for e in line.analysis.slots
+        if e.kind == "entity" and names_match(slot.text, e.text) and (verb is None or e.role.verb == verb)
+    ]  # fmt: skip
 
 
 def _same_subject(claim: Analysis, line: _Line, support: dict[Slot, _Line]) -> bool:

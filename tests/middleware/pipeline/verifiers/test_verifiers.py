@@ -543,3 +543,40 @@ async def test_a_name_in_another_subjects_clause_is_not_stated_for_the_claims_su
     assert right.label != "contradictory", right.reason
     joined = passages_from_texts(["Isaac Newton and Charles Darwin studied at Trinity College."])
     assert (await _slots_verifier().verify("Charles Darwin studied at Trinity College.", joined)).label == "attributable"
+
+
+TURING = (
+    "Alan Turing was an English mathematician, born in Maida Vale, London, on 23 June 1912. "
+    "He worked at Bletchley Park during the Second World War. Turing died in Wilmslow, Cheshire, on 7 June 1954."
+)
+
+
+async def test_a_name_stated_for_another_verb_with_a_rival_is_a_wrong_verb() -> None:
+    """'died in Wilmslow' and 'born in Maida Vale': 'born in Wilmslow' has the wrong verb,
+    flagged as a role mismatch (no replacement), never rewritten."""
+    evidence = _titled("Alan Turing", TURING)
+    verifier = SlotsVerifier(Aligner(HashingEmbedder()), strong_align=0.3)
+    verdict = await verifier.verify("Alan Turing was born in Wilmslow.", evidence)
+    assert verdict.label == "contradictory", verdict.reason
+    assert (verdict.mismatches[0].kind, verdict.mismatches[0].text, verdict.mismatches[0].replacement) == (
+        "role", "Wilmslow", None
+    )
+    assert "another role" in verdict.reason
+    assert (await verifier.verify("Alan Turing died in Wilmslow.", evidence)).label == "attributable"
+
+
+async def test_a_name_of_another_verb_needs_a_rival_of_the_claims_verb() -> None:
+    # born and died in one town is possible: without a birthplace stated, nothing is decided
+    kant = _titled("Immanuel Kant", "Immanuel Kant was a German philosopher. He died in Königsberg on 12 February 1804.")
+    verdict = await SlotsVerifier(Aligner(HashingEmbedder()), strong_align=0.3).verify(
+        "Immanuel Kant was born in Königsberg.", kant
+    )
+    assert not any(m.kind == "role" for m in verdict.mismatches), verdict.reason
+    # the whole passage is searched for a rival of a once-only event ('born'), not of a verb of
+    # many values ('lived in'): only the best-aligned sentence is read here (top_k=1)
+    verifier = SlotsVerifier(Aligner(HashingEmbedder()), top_k=1, strong_align=0.3)
+    twain = "Mark Twain moved to Hartford in 1871 and died in Redding in 1910. He lived in London for a year. He was born in Florida, Missouri."
+    born = await verifier.verify("Mark Twain was born in Redding.", _titled("Mark Twain", twain))
+    assert born.label == "contradictory" and born.mismatches[0].kind == "role", born.reason
+    lived = await verifier.verify("Mark Twain lived in Hartford.", _titled("Mark Twain", twain))
+    assert not any(m.kind == "role" for m in lived.mismatches), lived.reason
