@@ -351,8 +351,8 @@ class SlotsVerifier:
                 continue
             if verb is None or verb in _LIGHT_VERBS or slot.role.head != verb:
                 continue  # only a verb's own argument ('born in X'), not a noun's ('in honour of X')
-            if any(_names_with(slot, line, verb) for line in lines):
-                continue
+            if any(_of_subject(claim, line.analysis, e) for line in lines for e in _names_with(slot, line, verb)):
+                continue  # stated for the claim's verb ('Bannister died in Oxford' is not Hawking's)
             for line in lines:
                 named = [e for e in _names_with(slot, line) if e.role.head == e.role.verb]
                 if line.score < self.strong_align or not named or not _same_subject(claim, line, support):
@@ -634,7 +634,7 @@ def _stated_of_another(slot: Slot, claim: Analysis, line: _Line) -> bool:
     say that Darwin studied at Trinity College."""
     if slot.kind != "entity" or slot.role.dep in _SUBJECT_DEPS:
         return False
-    ours = next((c for c in claim.slots if c.kind == "entity" and c.role.dep in _SUBJECT_DEPS), None)
+    ours = _named_subject(claim)
     if ours is None:
         return False
     evidence = line.analysis
@@ -660,6 +660,20 @@ def _gives_verb_another(slot: Slot, verb: str, analysis: Analysis) -> bool:
         and not names_match(slot.text, e.text)  # whatever the NER labels them ('Málaga' as a person)
         for e in analysis.slots
     )  # fmt: skip
+
+
+def _named_subject(claim: Analysis) -> Slot | None:
+    """The claim's subject, where it is a name."""
+    return next((c for c in claim.slots if c.kind == "entity" and c.role.dep in _SUBJECT_DEPS), None)
+
+
+def _of_subject(claim: Analysis, evidence: Analysis, slot: Slot) -> bool:
+    """The evidence's ``slot`` is said of the claim's subject: its clause has no named subject
+    ('He was born in Ulm'), or the claim's ('Einstein was born in Ulm'), or the claim names
+    none."""
+    ours = _named_subject(claim)
+    theirs = clause_subject(evidence, slot)
+    return ours is None or theirs is None or names_match(ours.text, theirs.text)
 
 
 def _same_document(a: int, b: int, evidence: list[Passage] | None) -> bool:

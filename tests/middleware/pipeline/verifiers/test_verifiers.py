@@ -563,6 +563,11 @@ async def test_a_name_stated_for_another_verb_with_a_rival_is_a_wrong_verb() -> 
     )
     assert "another role" in verdict.reason
     assert (await verifier.verify("Alan Turing died in Wilmslow.", evidence)).label == "attributable"
+    # someone else born there does not state it for Turing
+    other = Passage(id="2", text="Joan Clarke was a cryptanalyst. Joan Clarke was born in Wilmslow in 1917.",
+                    title="Joan Clarke", provider="index", source="c.md")  # fmt: skip
+    verdict = await verifier.verify("Alan Turing was born in Wilmslow.", [*evidence, other])
+    assert verdict.mismatches and verdict.mismatches[0].kind == "role", verdict.reason
 
 
 async def test_a_name_of_another_verb_needs_a_rival_of_the_claims_verb() -> None:
