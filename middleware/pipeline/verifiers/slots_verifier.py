@@ -11,7 +11,9 @@ negation, a few antonym relations) with the slots of the aligned sentences.
   the passage: 'four voyages' does not support 'left Palos ... with four ships')
 - a participant in another role than the evidence gives it (who did what to whom: 'Aldrin
   remained in orbit' where the evidence says Collins remained and Aldrin was carried down)
-  -> contradictory, flagged without a replacement
+  -> contradictory, flagged without a replacement; also a name the evidence states only for
+  another verb while its document gives the claim's verb another name ('born in Wilmslow'
+  against 'died in Wilmslow' and 'born in Maida Vale')
 - otherwise -> extrapolatory (the unsupported slots are listed)
 """
 
