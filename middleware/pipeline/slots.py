@@ -535,7 +535,8 @@ def participants(
 def clause_subject(analysis: Analysis, slot: Slot) -> Slot | None:
     """The named subject of the clause ``slot`` sits in: the subject of its verb, or of the
     verb that verb is conjoined to ('Isaac Newton studied and taught at Trinity College':
-    'Isaac Newton' for 'Trinity College'). None for a pronoun or no subject."""
+    'Isaac Newton' for 'Trinity College'). None for a pronoun, no subject, or the slot being
+    the subject itself."""
     span = analysis.doc.char_span(slot.start, slot.end, alignment_mode="expand")
     if span is None:
         return None
@@ -543,6 +544,8 @@ def clause_subject(analysis: Analysis, slot: Slot) -> Slot | None:
     while verb is not None:
         subject = next((c for c in verb.children if c.dep_ in ("nsubj", "nsubjpass")), None)
         if subject is not None:
+            if slot.start <= subject.idx < slot.end:
+                return None
             return next((s for s in analysis.slots if s.kind == "entity" and s.start <= subject.idx < s.end), None)
         verb = verb.head if verb.dep_ == "conj" and verb.head.pos_ in ("VERB", "AUX") else None
     return None

@@ -42,6 +42,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from middleware.evidence.lexical import term_recall, terms
 from middleware.pipeline.sentences import split_sentences
 from middleware.pipeline.names import mentions, names_match, normalise_name
 from middleware.pipeline.slots import Slot, analyse, slots_agree
@@ -92,6 +93,11 @@ class EditGate:
             return _flagged(result, problem, grounding)
         passage = _passage_of(result, evidence)
         text, title = (passage.text, passage.title) if passage is not None else (None, None)
+        if not about_the_claim(result, grounding, title):
+            return _flagged(
+                result, "the evidence sentence is not about what the sentence says: it shares too few of its "
+                "other words", grounding,
+            )  # fmt: skip
         if text is not None and (named := _named_elsewhere(result, text)) is not None:
             return _flagged(
                 result, f"the evidence names '{named}' for something else: the claim may have the wrong "
@@ -230,6 +236,27 @@ def same_role(sentence: str, edit: Edit, evidence: str) -> bool:
     if mine is None or theirs is None:
         return False
     return mine.role.head == theirs.role.head or mine.role.verb is not None and mine.role.verb == theirs.role.verb
+
+
+_MIN_SHARED = 0.3
+"""Share of the claim's unchanged content words its evidence sentence (under its passage
+title) must state. Every edit of the planted benchmark's 150 shares at least 0.47 (a
+two-clause sentence whose evidence sentence holds one clause); a value taken from an
+unrelated sentence shares next to none ('began work on the Last Supper in 1490' and 'The
+UN, over 2008, conducted a study')."""
+
+
+def about_the_claim(result: EditResult, evidence: str, title: str | None = None) -> bool:
+    """The evidence sentence speaks of what the claim speaks of: it (with its passage's
+    title) states at least ``_MIN_SHARED`` of the claim's content words outside the changed
+    spans. A check on the words, whatever verifier or editor proposed the edit."""
+    kept = list(result.original)
+    for edit in result.edits:
+        kept[edit.start : edit.end] = " " * (edit.end - edit.start)
+    claim_terms = terms("".join(kept))
+    if not claim_terms:
+        return True
+    return term_recall(claim_terms, terms(f"{title}. {evidence}" if title else evidence)) >= _MIN_SHARED
 
 
 def _named_elsewhere(result: EditResult, passage: str) -> str | None:

@@ -82,3 +82,15 @@ def test_a_regnal_number_stays_with_the_name() -> None:
 def test_a_title_the_ner_left_out_joins_the_name() -> None:
     analysis = analyse('King Alfonso XIII granted the club the title "Real" in 1920.')
     assert [s.text for s in analysis.slots if s.kind == "entity"][0] == "King Alfonso XIII"
+
+
+def test_the_subject_of_the_clause_a_name_sits_in() -> None:
+    from middleware.pipeline.slots import clause_subject
+
+    analysis = analyse("Isaac Newton studied and taught at Trinity College, and Charles Darwin studied at Christ's College.")
+    by_text = {s.text: s for s in analysis.slots}
+    subject = clause_subject(analysis, by_text["Trinity College"])
+    assert subject is not None and subject.text == "Isaac Newton"  # of 'taught', conjoined to 'studied'
+    subject = clause_subject(analysis, by_text["Christ's College"])
+    assert subject is not None and subject.text == "Charles Darwin"
+    assert clause_subject(analysis, by_text["Charles Darwin"]) is None  # a subject has none but itself

@@ -9,7 +9,7 @@ import pytest
 
 from middleware.pipeline.verifiers import HybridVerifier, NLIVerifier, SlotsVerifier
 from middleware.revise.base import EditResult
-from middleware.revise.gate import EditGate, GatePolicy, evidence_premise, same_role, value_problem
+from middleware.revise.gate import EditGate, GatePolicy, about_the_claim, evidence_premise, same_role, value_problem
 from middleware.types import Edit, Passage
 from tests.support.pipeline_doubles import RulePairScorer
 
@@ -365,3 +365,18 @@ async def test_the_rest_of_a_two_clause_sentence_may_be_read_from_its_passage() 
     alone = SYDNEY.replace(" It was formally opened by Queen Elizabeth II on 20 October 1973.", "")
     passage = [Passage(id="sydney", text=alone, title="Sydney Opera House", provider="index", source="s.md")]
     assert (await gate.review(result, passage)).status == "flagged"
+
+
+async def test_a_value_from_a_sentence_about_something_else_is_not_put_in() -> None:
+    """'The UN, over 2008, conducted a study' gives no year to 'began work on the Last Supper
+    in 1490', however sure the NLI model is (a real answer's year was rewritten so)."""
+    unrelated = "The UN, over 2008, conducted a study of water use in the region."
+    claim = "Leonardo da Vinci began work on the Last Supper in 1490."
+    result = _swap_from(claim, "1490", "2008", unrelated, "un")
+    passages = [Passage(id="un", text=f"{unrelated} Leonardo da Vinci painted the Last Supper in Milan.",
+                        provider="index", source="un.md")]  # fmt: skip
+    revision = await _gate(_entails("2008")).review(result, passages)
+    assert revision.status == "flagged" and "not about" in revision.reason
+    # a sentence about it, read under its passage title, is
+    tower = _swap_from("The Eiffel Tower is 300 metres tall.", "300", "330", "It is 330 metres tall.", "t")
+    assert about_the_claim(tower, "It is 330 metres tall.", "Eiffel Tower")
