@@ -4,7 +4,8 @@ written (flagged, with the reason).
 
 An editor's revision is applied only if
 
-1. every change names one and the same evidence sentence (its slots all come from it), no
+1. every change names one and the same evidence sentence (its slots all come from it),
+   which states enough of the claim's other words to be about it (``about_the_claim``), no
    name it replaces is one the evidence passage states for something else (then the claim
    may have the wrong verb: 'born in Oxford' where he was born in Harrow and died in
    Oxford), and each change is a well-formed value swap (``form_problem``): a number, date
