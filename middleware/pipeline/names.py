@@ -204,6 +204,8 @@ def mentions(text: str, name: str) -> bool:
     # a firm's name without its 'Company' ends in no surname: 'Electric' of 'Edison General
     # Electric' does not name 'Westinghouse Electric Company'
     firm = len(tokens) > 1 and normal_name.split()[-1] in _FIRM_SUFFIXES
+    if firm and f" {' '.join(tokens)} " in normal_text:
+        return True  # the firm's name without its 'Company' ('Westinghouse Electric')
     if tokens and not firm and len(tokens[-1]) > 2 and f" {tokens[-1]} " in normal_text and _tail_alone(text, tokens, name.rstrip()[-1:].isalpha() and name.split()[-1][:1].isupper()):
         return True
     group = _ALIASES.get(normal_name)

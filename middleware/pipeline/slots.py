@@ -532,11 +532,11 @@ def participants(
     return out
 
 
-def clause_subject(analysis: Analysis, slot: Slot) -> Slot | None:
-    """The named subject of the clause ``slot`` sits in: the subject of its verb, or of the
+def clause_subject_token(analysis: Analysis, slot: Slot) -> Token | None:
+    """The subject word of the clause ``slot`` sits in: the subject of its verb, or of the
     verb that verb is conjoined to ('Isaac Newton studied and taught at Trinity College':
-    'Isaac Newton' for 'Trinity College'). None for a pronoun, no subject, or the slot being
-    the subject itself."""
+    'Newton' for 'Trinity College'). None without a subject or where the slot is the
+    subject itself."""
     span = analysis.doc.char_span(slot.start, slot.end, alignment_mode="expand")
     if span is None:
         return None
@@ -544,11 +544,19 @@ def clause_subject(analysis: Analysis, slot: Slot) -> Slot | None:
     while verb is not None:
         subject = next((c for c in verb.children if c.dep_ in ("nsubj", "nsubjpass")), None)
         if subject is not None:
-            if slot.start <= subject.idx < slot.end:
-                return None
-            return next((s for s in analysis.slots if s.kind == "entity" and s.start <= subject.idx < s.end), None)
+            return None if slot.start <= subject.idx < slot.end else subject
         verb = verb.head if verb.dep_ == "conj" and verb.head.pos_ in ("VERB", "AUX") else None
     return None
+
+
+def clause_subject(analysis: Analysis, slot: Slot) -> Slot | None:
+    """The named subject of the clause ``slot`` sits in ('Isaac Newton' for 'Trinity
+    College' above). None for a pronoun or a common noun, no subject, or the slot being the
+    subject itself."""
+    subject = clause_subject_token(analysis, slot)
+    if subject is None:
+        return None
+    return next((s for s in analysis.slots if s.kind == "entity" and s.start <= subject.idx < s.end), None)
 
 
 def _named_subject_before(analysis: Analysis, pronoun: Token) -> bool:
@@ -579,6 +587,8 @@ def _participant_role(token: Token) -> tuple[str, ParticipantRole] | None:
         return head.lemma_.lower(), "agent"
     if token.dep_ == "pobj" and head.dep_ == "agent" and head.head.pos_ == "VERB":
         return head.head.lemma_.lower(), "agent"
+    if token.dep_ == "nsubjpass" and head.pos_ == "VERB" and any(c.dep_ == "dobj" for c in head.children):
+        return head.lemma_.lower(), "to"  # the recipient: 'Bohr was awarded it' is 'awarded it to Bohr'
     if token.dep_ in ("dobj", "nsubjpass") and head.pos_ == "VERB":
         return head.lemma_.lower(), "patient"
     if token.dep_ == "pobj" and head.lower_ in _ROLE_PREPOSITIONS and head.head.pos_ == "VERB":

@@ -179,10 +179,11 @@ def _with_support(sentence: str, passage: str | None, title: str | None, edited:
         return None
     texts = [passage[s:e].strip() for s, e in split_sentences(passage) if passage[s:e].strip()]
     chosen = {sentence.strip()}
+    claim_terms = terms(edited)
     for slot in analyse(edited).slots:
         if writes(sentence, slot) or (title and writes(title, slot)):
             continue
-        found = next((t for t in texts if writes(t, slot)), None)
+        found = next((t for t in texts if _states_for(slot, t, claim_terms, title)), None)
         if found is None:
             return None
         chosen.add(found)
@@ -193,6 +194,20 @@ def _with_support(sentence: str, passage: str | None, title: str | None, edited:
         ordered.append(sentence.strip())
     premise = " ".join(ordered)
     return f"{title}. {premise}" if title and title not in premise else premise
+
+
+def _states_for(slot: Slot, text: str, claim_terms: tuple[str, ...], title: str | None) -> bool:
+    """``text`` states the slot as the claim has it: a name anywhere (it says who); a number or
+    a date only in a sentence about the claim, one that (under its passage title) states at
+    least ``_MIN_SHARED`` of the claim's words ('In 1859 he married Marie' does not state the
+    1859 of 'Pierre Curie was born in Paris in 1859'; 'On 17 December 1903 ... their Wright
+    Flyer made the first ... flight' states the 1903 of 'Orville Wright's first flight in
+    1903')."""
+    if not writes(text, slot):
+        return False
+    if slot.kind == "entity":
+        return True
+    return term_recall(claim_terms, terms(f"{title}. {text}" if title else text)) >= _MIN_SHARED
 
 
 def _titled(premise: str, title: str | None, passage_id: str) -> list[Passage]:
@@ -337,10 +352,10 @@ def _edit_problem(original: str, edited: str, edit: Edit, evidence: str, wording
         return f"'{old}' -> '{new}' would put a pronoun in place of a name"
     if re.search(r"\d", old) and not re.search(r"\d", new):
         return f"'{old}' -> '{new}' would put words in place of a figure"
-    if (era := _era_after(original, edit.end)) is not None and not re.search(
-        rf"{re.escape(new.strip())}\s*{re.escape(era)}(?!\w)", evidence
+    if (at := evidence.find(new.strip())) >= 0 and era(original, edit.start, edit.end) != era(
+        evidence, at, at + len(new.strip())
     ):
-        return f"'{new.strip()}' is not dated {era} in the evidence: '{old.strip()}' -> '{new.strip()}' would change the era"
+        return f"'{old.strip()}' -> '{new.strip()}' would change the era (BC / AD)"
     if new[:1].isupper() or any(s.kind == "entity" for s in new_slots):
         rest = original[: edit.start] + " " + original[edit.end :]
         if new.strip() and new.strip().lower() in rest.lower():
@@ -373,14 +388,18 @@ def _whole_name(sentence: str, edit: Edit) -> str:
     return whole.text if whole is not None else edit.original.strip()
 
 
-_ERA = re.compile(r"\s*(BCE|BC|CE|AD|B\.C\.(?:E\.)?|A\.D\.)(?!\w)")
+_ERA_WORD = r"(BCE|BC|CE|AD|B\.C\.(?:E\.)?|A\.D\.)"
+_ERA_AFTER = re.compile(rf"\s*{_ERA_WORD}(?!\w)", re.IGNORECASE)
+_ERA_AT_END = re.compile(rf"\b{_ERA_WORD}\s*$", re.IGNORECASE)
 
 
-def _era_after(sentence: str, end: int) -> str | None:
-    """The era written right after a replaced value ('2nd century BCE'): the new value must
-    have it in the evidence too, or '2018' from 'opened in 2018' makes '2018 BCE'."""
-    match = _ERA.match(sentence, end)
-    return match.group(1) if match else None
+def era(text: str, start: int, end: int) -> str:
+    """'BC' or 'AD' for the value ``text[start:end]``: the era written at its end or right
+    after it ('2nd century BCE', '753 BC'), AD where none is. A swap must keep it: '2018'
+    from 'opened in 2018' would make '2nd century BCE' '2018 BCE', and '1753' for '753 BC'
+    would drop the BC."""
+    found = _ERA_AT_END.search(text[start:end]) or _ERA_AFTER.match(text, end)
+    return "BC" if found is not None and found.group(1).upper().startswith("B") else "AD"
 
 
 def _words(text: str) -> set[str]:

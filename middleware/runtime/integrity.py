@@ -13,7 +13,7 @@ from middleware.runtime.onnx_session import graph_choice
 from middleware.settings import RuntimeSettings
 from onnx_models.manifest import Manifest, graph_files, read_manifest, verify_file
 
-_VERIFIED: set[tuple[str, int, int, str]] = set()
+_VERIFIED: set[tuple[str, int, int, int, int, str]] = set()
 _LOCK = threading.Lock()
 
 
@@ -42,7 +42,9 @@ def _verify_once(directory: Path, manifest: Manifest, name: str) -> None:
     if not path.is_file():
         verify_file(directory, manifest, name)  # raises: listed but missing
     stat = path.stat()
-    key = (str(path.resolve()), stat.st_mtime_ns, stat.st_size, manifest.files[name])
+    # the inode and ctime too: a file rewritten in place with its size and mtime put back
+    # still changes its ctime, which no user call can set
+    key = (str(path.resolve()), stat.st_ino, stat.st_mtime_ns, stat.st_ctime_ns, stat.st_size, manifest.files[name])
     with _LOCK:
         if key in _VERIFIED:
             return

@@ -25,6 +25,7 @@ import re
 from dataclasses import dataclass
 
 from spacy.lang.en.stop_words import STOP_WORDS
+from spacy.tokens import Token
 
 from middleware.pipeline.alignment import Aligned, Aligner, split_passages
 from middleware.evidence.lexical import stem, term_recall, terms
@@ -36,6 +37,7 @@ from middleware.pipeline.slots import (
     analyse,
     analyse_many,
     clause_subject,
+    clause_subject_token,
     participants,
     role_similarity,
     slots_agree,
@@ -367,7 +369,7 @@ class SlotsVerifier:
                     same += analyse_many([
                         s.text for s in split_passages(evidence) if _same_document(s.passage_index, index, evidence)
                     ])  # fmt: skip
-                if any(_gives_verb_another(slot, verb, analysis) for analysis in same):
+                if any(_gives_verb_another(slot, verb, analysis, claim) for analysis in same):
                     return Mismatch(
                         kind="role", span=(slot.start, slot.end), text=slot.text, replacement=None,
                         evidence_index=index, evidence_span=line.offset(named[0].start, named[0].end),
@@ -652,21 +654,50 @@ _ONCE = frozenset({"bear", "die"})
 _PLACE_PREPOSITIONS = frozenset({"in", "at"})
 
 
-def _gives_verb_another(slot: Slot, verb: str, analysis: Analysis) -> bool:
-    """The sentence gives ``verb`` a name in ``slot``'s role that is not ``slot``'s ('born in
-    Maida Vale' against 'born in Wilmslow'; 'in' and 'at' both say where)."""
+def _gives_verb_another(slot: Slot, verb: str, analysis: Analysis, claim: Analysis) -> bool:
+    """The sentence gives ``verb`` a name in ``slot``'s role that is not ``slot``'s, said of the
+    claim's subject ('born in Maida Vale' against 'born in Wilmslow'; 'in' and 'at' both say
+    where; 'His son was born in London' is not the claim's subject's birthplace)."""
     prep = slot.role.prep
     preps = _PLACE_PREPOSITIONS if prep in _PLACE_PREPOSITIONS else {prep}
     return any(
         e.kind == "entity" and e.role.verb == verb and e.role.head == verb and e.role.prep in preps
         and not names_match(slot.text, e.text)  # whatever the NER labels them ('Málaga' as a person)
+        and _said_of_subject(claim, analysis, e)
         for e in analysis.slots
     )  # fmt: skip
 
 
+def _said_of_subject(claim: Analysis, evidence: Analysis, slot: Slot) -> bool:
+    """The evidence's ``slot`` is said of the claim's subject: its clause has none (a
+    participle: '..., born in Maida Vale'), a personal pronoun, or the claim's subject's name;
+    not another name nor a noun ('His son was born in London')."""
+    subject = clause_subject_token(evidence, slot)
+    if subject is not None and subject.tag_ in ("WDT", "WP") and subject.head.dep_ == "relcl":
+        subject = _antecedent(subject.head.head)  # 'a major river that flows': the river
+    if subject is None or subject.tag_ == "PRP":
+        return True
+    ours = _named_subject(claim)
+    words = evidence.doc[subject.left_edge.i : subject.right_edge.i + 1].text  # a name the NER missed too
+    return ours is not None and names_match(ours.text, words)
+
+
+def _antecedent(noun: Token) -> Token:
+    """What a relative clause's noun stands for: the subject of the copula it completes ('The
+    Nile is a major river that ...': Nile) or the name it is in apposition to ('Marie Curie,
+    a physicist who ...': Curie); else the noun itself ('His son, who ...')."""
+    if noun.dep_ == "attr":
+        return next((c for c in noun.head.children if c.dep_ in _SUBJECT_DEPS), noun)
+    return noun.head if noun.dep_ == "appos" else noun
+
+
 def _named_subject(claim: Analysis) -> Slot | None:
-    """The claim's subject, where it is a name."""
-    return next((c for c in claim.slots if c.kind == "entity" and c.role.dep in _SUBJECT_DEPS), None)
+    """The subject of the claim's main verb, where it is a name ('After Newton left, Darwin
+    studied ...': Darwin)."""
+    if claim.subject is None:
+        return None
+    start, end = claim.subject
+    return next((c for c in claim.slots if c.kind == "entity" and start <= c.start and c.end <= end), None)
 
 
 def _of_subject(claim: Analysis, evidence: Analysis, slot: Slot) -> bool:

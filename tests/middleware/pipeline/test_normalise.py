@@ -155,6 +155,7 @@ def test_mentions_a_generic_head_only_on_its_own() -> None:
     # a firm's name without 'Company' ends in no surname; a one-word firm is its word
     assert not mentions("Edison General Electric merged with another firm.", "Westinghouse Electric Company")
     assert mentions("Apple makes phones.", "Apple Inc.")
+    assert mentions("Westinghouse Electric merged with it.", "Westinghouse Electric Company")
     assert not mentions("It was built to house the tomb of his wife.", "Sandringham House")
     assert mentions("He taught at the College for ten years.", "Trinity College")
     # a surname after another first name still names a Curie (the pronoun resolution picks which)

@@ -94,3 +94,9 @@ def test_the_subject_of_the_clause_a_name_sits_in() -> None:
     subject = clause_subject(analysis, by_text["Christ's College"])
     assert subject is not None and subject.text == "Charles Darwin"
     assert clause_subject(analysis, by_text["Charles Darwin"]) is None  # a subject has none but itself
+
+
+def test_the_subject_of_a_passive_with_an_object_receives_it() -> None:
+    analysis = analyse("Bohr was awarded the medal by the Royal Society.")
+    roles = {p.name: p.role for p in participants(analysis)}
+    assert roles["Bohr"] == "to"

@@ -170,6 +170,9 @@ FORM_CASES = [  # sentence, old, new, evidence sentence, expected problem (subst
     ("The city was founded in the 2nd century BCE.", "2nd century", "2018",
      "The museum opened in 2018 and shows finds from 150 BCE.", "era"),
     ("Rome was founded in 754 BC.", "754", "753", "Rome was founded in 753 BC, according to legend.", None),
+    ("Rome was founded in 1753.", "1753", "753", "Rome was founded in 753 BC, according to legend.", "era"),
+    ("Rome was founded in 753 BC.", "753 BC", "1753", "The city walls were rebuilt in 1753.", "era"),
+    ("The wall was built in 300 bc.", "300", "1300", "The wall was rebuilt in 1300.", "era"),
     # the claim's whole firm name is looked for: 'Electric' of 'Edison General Electric' is not it
     ("Edison General Electric merged with the Westinghouse Electric Company in 1892.", "Westinghouse Electric",
      "Thomson-Houston", "Edison General Electric merged with the Thomson-Houston Company in 1892.", None),
@@ -380,3 +383,15 @@ async def test_a_value_from_a_sentence_about_something_else_is_not_put_in() -> N
     # a sentence about it, read under its passage title, is
     tower = _swap_from("The Eiffel Tower is 300 metres tall.", "300", "330", "It is 330 metres tall.", "t")
     assert about_the_claim(tower, "It is 330 metres tall.", "Eiffel Tower")
+
+
+def test_a_sentence_supporting_a_value_must_be_about_the_claim() -> None:
+    """'In 1859 he married Marie' does not state the 1859 of 'born in Paris in 1859'; a
+    sentence about the birth does."""
+    from middleware.revise.gate import _with_support
+
+    born = "Pierre Curie was born in Paris."
+    edited = "Pierre Curie was born in Paris in 1859."
+    assert _with_support(born, f"{born} In 1859 he married Marie.", None, edited) is None
+    supported = _with_support(born, f"{born} He was born in 1859.", None, edited)
+    assert supported == f"{born} He was born in 1859."

@@ -182,6 +182,24 @@ def test_a_damaged_graph_that_is_loaded_fails_verification(exports: dict[str, Pa
         OnnxPairScorer(copy, RuntimeSettings(provider="cpu", precision="fp32"), "nli")
 
 
+def test_a_graph_rewritten_with_its_size_and_time_put_back_is_verified_again(
+    exports: dict[str, Path], tmp_path: Path
+) -> None:
+    import os
+    import shutil
+
+    copy = shutil.copytree(exports["nli-int8"], tmp_path / "nli")
+    graph = copy / "model.onnx"
+    OnnxPairScorer(copy, RuntimeSettings(provider="cpu"), "nli")  # verified once, intact
+    before = graph.stat()
+    data = bytearray(graph.read_bytes())
+    data[-1] ^= 0xFF  # one byte changed in place: the same size
+    graph.write_bytes(bytes(data))
+    os.utime(graph, ns=(before.st_atime_ns, before.st_mtime_ns))
+    with pytest.raises(ManifestError, match="model.onnx does not match its sha256"):
+        OnnxPairScorer(copy, RuntimeSettings(provider="cpu"), "nli")
+
+
 def test_labels_override_and_count_check(checkpoints: dict[str, Path], tmp_path: Path) -> None:
     out = export_model(checkpoints["nli"], "nli", tmp_path / "x", labels=["attributable", "extrapolatory", "c"])
     assert read_manifest(out).labels == ["attributable", "extrapolatory", "c"]

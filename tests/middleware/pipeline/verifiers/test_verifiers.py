@@ -585,3 +585,27 @@ async def test_a_name_of_another_verb_needs_a_rival_of_the_claims_verb() -> None
     assert born.label == "contradictory" and born.mismatches[0].kind == "role", born.reason
     lived = await verifier.verify("Mark Twain lived in Hartford.", _titled("Mark Twain", twain))
     assert not any(m.kind == "role" for m in lived.mismatches), lived.reason
+
+
+async def test_the_subject_of_a_passive_with_an_object_is_the_recipient() -> None:
+    """'Bohr was awarded it' is 'awarded it to Bohr': Bohr is not the thing awarded."""
+    evidence = passages_from_texts(["Bohr was awarded it by the Royal Society in 1938."])
+    claim = "The Royal Society awarded the Copley Medal to Einstein."
+    verdict = await SlotsVerifier(Aligner(HashingEmbedder()), strong_align=0.3).verify(claim, evidence)
+    assert not any(m.replacement == "Bohr" and m.text == "Copley Medal" for m in verdict.mismatches), verdict.reason
+
+
+async def test_a_rival_said_of_someone_else_is_no_rival() -> None:
+    """'His son was born in London' gives no birthplace to Pierre Curie."""
+    evidence = _titled("Pierre Curie", "Pierre Curie died in Paris in 1906 after a street accident. His son was born in London.")
+    verdict = await SlotsVerifier(Aligner(HashingEmbedder()), strong_align=0.3).verify("Pierre Curie was born in Paris.", evidence)
+    assert not any(m.kind == "role" for m in verdict.mismatches), verdict.reason
+
+
+async def test_a_relative_clause_rival_is_said_of_its_antecedent() -> None:
+    """'The Nile is a major river that flows north into the Mediterranean Sea': 'that' is the
+    Nile, so 'flows into the Mediterranean Sea' is a rival for 'flows into Lake Victoria'."""
+    nile = _titled("Nile", "The White Nile is fed by Lake Victoria. The Nile is a major river that flows north into the Mediterranean Sea.")
+    verifier = SlotsVerifier(Aligner(HashingEmbedder()), strong_align=0.3)
+    verdict = await verifier.verify("The White Nile flows into Lake Victoria.", nile)
+    assert verdict.mismatches and verdict.mismatches[0].kind == "role", verdict.reason
