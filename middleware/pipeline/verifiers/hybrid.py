@@ -2,12 +2,13 @@
 'received'); slot comparison sees numbers, dates, names and negation that small NLI models
 gloss over.
 
-- a number, date, quantity or name mismatch, or a participant in the wrong role, in an
-  aligned sentence -> contradictory, whatever NLI says (small NLI models read bags of words:
-  they entail role swaps, and 'knighted by Queen Victoria' from 'knighted by Queen Anne' at
-  P=0.91); a name mismatch is one only in the same role of the same verb in the sentence
-  about the claim's event (``SlotsVerifier``);
-  a relation mismatch -> contradictory unless NLI entailment is strong
+- a number, date, quantity or name mismatch, a participant in the wrong role, or an
+  opposite verb about the same objects, in an aligned sentence -> contradictory, whatever
+  NLI says (small NLI models read bags of words: they entail role swaps, 'knighted by Queen
+  Victoria' from 'knighted by Queen Anne' at P=0.91, and 'In 1957 Elvis Presley sold
+  Graceland' from 'In 1957 he bought Graceland' at P=0.89); a name mismatch is one only in
+  the same role of the same verb in the sentence about the claim's event
+  (``SlotsVerifier``)
 - NLI contradiction -> contradictory when slots localise it (with the slot span); an
   unlocalised one must be confident (p >= ``nli_only_contradiction``), and never overrides
   slots that found every claim slot in the evidence (the small bundled model contradicted
@@ -30,7 +31,7 @@ from middleware.pipeline.verifiers.nli import NLIVerifier
 from middleware.pipeline.verifiers.slots_verifier import SlotsVerifier
 from middleware.types import NLI_LABELS, Passage
 
-_DECISIVE = ("number", "quantity", "date", "role", "entity")
+_DECISIVE = ("number", "quantity", "date", "role", "entity", "relation")
 
 
 class HybridVerifier:

@@ -609,3 +609,11 @@ async def test_a_relative_clause_rival_is_said_of_its_antecedent() -> None:
     verifier = SlotsVerifier(Aligner(HashingEmbedder()), strong_align=0.3)
     verdict = await verifier.verify("The White Nile flows into Lake Victoria.", nile)
     assert verdict.mismatches and verdict.mismatches[0].kind == "role", verdict.reason
+
+
+async def test_hybrid_an_opposite_verb_overrides_strong_entailment() -> None:
+    """The small model entails 'sold Graceland' from 'bought Graceland' (P=0.89)."""
+    evidence = passages_from_texts(["In 1957 he bought Graceland, a mansion in Memphis, Tennessee."])
+    verdict = await _hybrid(lambda p, h: [0.95, 0.03, 0.02]).verify("In 1957 Elvis Presley sold Graceland, a mansion in Memphis.", evidence)
+    assert verdict.label == "contradictory", verdict.reason
+    assert (verdict.mismatches[0].kind, verdict.mismatches[0].replacement) == ("relation", "bought")
