@@ -192,8 +192,7 @@ def _with_support(sentence: str, passage: str | None, title: str | None, edited:
     ordered = [t for t in texts if t in chosen]
     if sentence.strip() not in ordered:
         ordered.append(sentence.strip())
-    premise = " ".join(ordered)
-    return f"{title}. {premise}" if title and title not in premise else premise
+    return _under_title(" ".join(ordered), title)
 
 
 def _states_for(slot: Slot, text: str, claim_terms: tuple[str, ...], title: str | None) -> bool:
@@ -205,9 +204,7 @@ def _states_for(slot: Slot, text: str, claim_terms: tuple[str, ...], title: str 
     1903')."""
     if not writes(text, slot):
         return False
-    if slot.kind == "entity":
-        return True
-    return term_recall(claim_terms, terms(f"{title}. {text}" if title else text)) >= _MIN_SHARED
+    return slot.kind == "entity" or _shares_enough(claim_terms, text, title)
 
 
 def _titled(premise: str, title: str | None, passage_id: str) -> list[Passage]:
@@ -215,7 +212,7 @@ def _titled(premise: str, title: str | None, passage_id: str) -> list[Passage]:
     sentence does not name it (what the passage is about: 'Paris' for 'The city proper had a
     population of about 2.1 million in 2021', 'Wimbledon Championships' for 'The women's
     singles was added in 1884')."""
-    text = f"{title}. {premise}" if title and title not in premise else premise
+    text = _under_title(premise, title)
     return [Passage(id=passage_id, text=text, title=title, provider="gate", source="gate")]
 
 
@@ -247,7 +244,7 @@ def same_role(sentence: str, edit: Edit, evidence: str) -> bool:
     """The evidence sentence gives the new value to the word or the verb the replaced one
     hangs on in the claim ('by about 3.8 centimetres' of 'moving away' is not replaced by
     the diameter's 'about 3,474 kilometres' of 'is')."""
-    mine = next((s for s in analyse(sentence).slots if s.start <= edit.start and edit.end <= s.end), None)
+    mine = _claim_slot(sentence, edit)
     theirs = next((s for s in analyse(evidence).slots if edit.replacement.strip() in s.text), None)
     if mine is None or theirs is None:
         return False
@@ -270,9 +267,17 @@ def about_the_claim(result: EditResult, evidence: str, title: str | None = None)
     for edit in result.edits:
         kept[edit.start : edit.end] = " " * (edit.end - edit.start)
     claim_terms = terms("".join(kept))
-    if not claim_terms:
-        return True
-    return term_recall(claim_terms, terms(f"{title}. {evidence}" if title else evidence)) >= _MIN_SHARED
+    return not claim_terms or _shares_enough(claim_terms, evidence, title)
+
+
+def _shares_enough(claim_terms: tuple[str, ...], text: str, title: str | None) -> bool:
+    """``text``, read under its passage title, states at least ``_MIN_SHARED`` of the claim's terms."""
+    return term_recall(claim_terms, terms(_under_title(text, title))) >= _MIN_SHARED
+
+
+def _under_title(text: str, title: str | None) -> str:
+    """The text under its passage's title, where it does not name it already."""
+    return f"{title}. {text}" if title and title not in text else text
 
 
 def _named_elsewhere(result: EditResult, passage: str) -> str | None:
@@ -382,10 +387,17 @@ def _whole_name(sentence: str, edit: Edit) -> str:
     """The claim's whole name the edit changes part of ('Westinghouse Electric Company' for
     'Westinghouse Electric'), so it is looked for as the name it is (a firm's name ends in
     no surname)."""
-    whole = next(
-        (s for s in analyse(sentence).slots if s.kind == "entity" and s.start <= edit.start and edit.end <= s.end), None
-    )
+    whole = _claim_slot(sentence, edit, "entity")
     return whole.text if whole is not None else edit.original.strip()
+
+
+def _claim_slot(sentence: str, edit: Edit, kind: str | None = None) -> Slot | None:
+    """The slot of ``sentence`` (of ``kind``) that holds the edited span."""
+    return next(
+        (s for s in analyse(sentence).slots
+         if (kind is None or s.kind == kind) and s.start <= edit.start and edit.end <= s.end),
+        None,
+    )  # fmt: skip
 
 
 _ERA_WORD = r"(BCE|BC|CE|AD|B\.C\.(?:E\.)?|A\.D\.)"

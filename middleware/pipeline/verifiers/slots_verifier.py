@@ -364,11 +364,12 @@ class SlotsVerifier:
                 if any(r.lemma == verb for r in line.analysis.relations):
                     continue  # the claim's verb is in that sentence too ('studied and taught at X')
                 index = line.aligned.sentence.passage_index
-                same = [o.analysis for o in lines if _same_document(o.aligned.sentence.passage_index, index, evidence)]
-                if verb in _ONCE and evidence is not None:
-                    same += analyse_many([
+                if verb in _ONCE and evidence is not None:  # every sentence of the document (the aligned ones too)
+                    same = analyse_many([
                         s.text for s in split_passages(evidence) if _same_document(s.passage_index, index, evidence)
                     ])  # fmt: skip
+                else:
+                    same = [o.analysis for o in lines if _same_document(o.aligned.sentence.passage_index, index, evidence)]
                 if any(_gives_verb_another(slot, verb, analysis, claim) for analysis in same):
                     return Mismatch(
                         kind="role", span=(slot.start, slot.end), text=slot.text, replacement=None,
@@ -642,7 +643,7 @@ def _stated_of_another(slot: Slot, claim: Analysis, line: _Line) -> bool:
     if ours is None:
         return False
     evidence = line.analysis
-    named = [e for e in evidence.slots if e.kind == "entity" and names_match(slot.text, e.text)]
+    named = _names_with(slot, line)
     holders = [clause_subject(evidence, e) for e in named]
     if not named or any(h is None or names_match(ours.text, h.text) for h in holders):
         return False
