@@ -24,6 +24,34 @@ class ManifestError(ValueError):
     """An export directory is missing, incomplete or does not match its manifest."""
 
 
+class LogisticWeights(BaseModel):
+    """One logistic regression over standardised features: p = sigmoid(b + sum w_i (x_i - m_i) / s_i)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    intercept: float
+    weights: dict[str, float] = Field(description="feature name -> weight on the standardised feature")
+
+
+class CombinerWeights(BaseModel):
+    """The hybrid verifier's learned decision (``factcheck fit-combiner``): two calibrated
+    logistic regressions over its named features, and where each decides."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    means: dict[str, float] = Field(description="feature name -> mean on the fitting data")
+    scales: dict[str, float] = Field(description="feature name -> standard deviation on the fitting data")
+    attributable: LogisticWeights = Field(description="P(the evidence supports the claim)")
+    contradictory: LogisticWeights = Field(description="P(the evidence contradicts the claim)")
+    attributable_threshold: float = Field(description="P(attributable) at the balanced-accuracy optimum")
+    contradictory_threshold: float = Field(description="P(contradictory) at >= target precision on held-out pairs")
+    edit_threshold: float = Field(
+        description="P(attributable) of an edited sentence at >= target precision: what an applied edit needs"
+    )
+    fitted_on: str = Field(description="the data the weights and thresholds were chosen on (never a test split)")
+    metrics: dict[str, float] = Field(default_factory=dict, description="held-out figures of the fit")
+
+
 class Decision(BaseModel):
     """NLI decision thresholds chosen on held-out dev data (``factcheck calibrate-verifier``),
     never on a test set: how window scores are aggregated and where P(entailment) and
@@ -45,6 +73,9 @@ class Decision(BaseModel):
     )
     hybrid_nli_only_contradiction: float | None = Field(
         None, description="hybrid verifier: P(contradiction) an unlocalised NLI contradiction needs"
+    )
+    combiner: CombinerWeights | None = Field(
+        None, description="hybrid verifier: the learned decision over its features (replaces the hand cut-offs)"
     )
 
 
