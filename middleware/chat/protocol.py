@@ -120,12 +120,11 @@ class Message(BaseModel):
         return ""
 
 
-class ChatRequest(BaseModel):
-    """``POST /v1/chat/completions``: the OpenAI request plus the optional ``factcheck`` field."""
+class CheckedRequest(BaseModel):
+    """A request to any front door: the API's own fields plus the optional ``factcheck`` field
+    (a bare string is a mode)."""
 
     model_config = ConfigDict(extra="allow")
-    model: str | None = None
-    messages: list[Message] = Field(min_length=1)
     stream: StrictBool = False
     factcheck: FactcheckOptions | None = None
 
@@ -133,6 +132,13 @@ class ChatRequest(BaseModel):
     @classmethod
     def _mode_shorthand(cls, value: Any) -> Any:
         return {"mode": value} if isinstance(value, str) else value
+
+
+class ChatRequest(CheckedRequest):
+    """``POST /v1/chat/completions``: the OpenAI request plus the optional ``factcheck`` field."""
+
+    model: str | None = None
+    messages: list[Message] = Field(min_length=1)
 
     def last_user_message(self) -> str | None:
         for message in reversed(self.messages):

@@ -1,0 +1,108 @@
+"""Streams of typed events (``event: <type>`` + ``data: {"type": ...}``), as the OpenAI
+Responses API and the Anthropic Messages API send them, read as an ``AnswerSource``.
+
+``TypedEvents`` keeps each upstream event byte for byte (``EventItem.raw``) with its JSON;
+each API's subclass (``middleware.responses.events``, ``middleware.messages.events``) says
+which events carry the answer's text, which close it, and writes the proxy's own events.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any
+
+from middleware.errors import UpstreamError
+from middleware.interfaces import UpstreamStream
+from middleware.metrics import UPSTREAM_ERRORS
+from middleware.sse import DEFAULT_MAX_EVENT_BYTES, EventCutter, EventTooLarge, SSEEvent, dumps
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class EventItem:
+    """An upstream event (``raw`` bytes and its JSON object ``data``), or one the proxy made
+    (``raw`` None)."""
+
+    raw: bytes | None = None
+    data: dict[str, Any] | None = None
+
+    @property
+    def type(self) -> str | None:
+        kind = self.data.get("type") if self.data is not None else None
+        return kind if isinstance(kind, str) else None
+
+    def sse(self) -> bytes:
+        return self.raw if self.raw is not None else encode_typed(self.data or {})
+
+
+def encode_typed(data: dict[str, Any]) -> bytes:
+    """One typed event: its ``type`` as the event name, the object as compact JSON."""
+    return f"event: {data['type']}\ndata: {dumps(data)}\n\n".encode()
+
+
+class TypedEvents:
+    """An upstream stream of typed events (see ``AnswerSource``); ``END_TYPES`` end the answer."""
+
+    END_TYPES: frozenset[str] = frozenset()
+
+    def __init__(self, upstream: UpstreamStream, max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES) -> None:
+        self._upstream = upstream
+        self._max_event_bytes = max_event_bytes
+
+    async def items(self) -> AsyncIterator[EventItem]:
+        async for event in self._upstream.events():
+            yield EventItem(raw=event.raw, data=_parse(event))
+
+    async def passthrough(self) -> AsyncIterator[EventItem]:
+        """Whole events, each upstream read in one item, untouched (off mode)."""
+        cutter = EventCutter(self._max_event_bytes)
+        try:
+            async for data in self._upstream.chunks():
+                if whole := cutter.feed(data):
+                    yield EventItem(raw=whole)
+            if rest := cutter.flush():
+                yield EventItem(raw=rest)
+        except EventTooLarge as exc:
+            raise UpstreamError(f"upstream sent an event larger than {exc.limit} bytes", kind="event_too_large") from exc
+
+    def is_end(self, item: EventItem) -> bool:
+        return item.type in self.END_TYPES
+
+    def without_text(self, item: EventItem) -> EventItem | None:
+        return None  # a text delta holds nothing else
+
+    def rewrite(self, item: EventItem) -> EventItem:
+        """An upstream event as it leaves (correct mode may change what repeats the text)."""
+        return item
+
+    # ------------------------------------------------------------ the proxy's own events
+    def text_event(self, text: str) -> dict[str, Any]:
+        """Correct mode: a sentence's text as the API's text delta."""
+        raise NotImplementedError
+
+    def factcheck_event(self, factcheck: dict[str, Any]) -> dict[str, Any]:
+        """The extension event carrying a (wire-rendered) ``factcheck`` event."""
+        raise NotImplementedError
+
+    def error_event(self, body: dict[str, Any]) -> dict[str, Any]:
+        """The API's error event for an OpenAI error ``body``."""
+        raise NotImplementedError
+
+    def close(self) -> None:
+        self._upstream.close()
+
+
+def _parse(event: SSEEvent) -> dict[str, Any] | None:
+    """The event's JSON object, or None (no data, or not JSON: passed through)."""
+    if event.data is None or event.is_done:
+        return None
+    try:
+        data = event.json()
+    except ValueError:
+        UPSTREAM_ERRORS.labels(kind="invalid_sse").inc()
+        log.warning("upstream sent an event that is not JSON; passing it through")
+        return None
+    return data if isinstance(data, dict) else None
