@@ -11,7 +11,7 @@ import time
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import Any, ClassVar, Generic
+from typing import Any, ClassVar, Generic, TypeVar
 
 from pydantic import BaseModel
 
@@ -19,7 +19,8 @@ from middleware.chat.checked_stream import CheckedStream, check_answer
 from middleware.chat.grounding_prompt import add_grounding, requested_corpus
 from middleware.chat.parsing import load_json, resolve_mode, validated
 from middleware.chat.protocol import ChatRequest
-from middleware.chat.serving import S, ChatService, release_context
+from middleware.chat.serving import ChatService, release_context
+from middleware.chat.typed_events import TypedEvents
 from middleware.chat.wire import WireReports
 from middleware.errors import RequestError
 from middleware.interfaces import Upstream, UpstreamStream
@@ -27,6 +28,9 @@ from middleware.metrics import ADDED_LATENCY, REQUESTS, TIME_TO_FIRST_TOKEN, UPS
 from middleware.translation import completions, requests
 from middleware.translation.upstream import upstream_for
 from middleware.types import GroundingPrompt, Mode
+
+
+E = TypeVar("E", bound=TypedEvents)
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,10 +48,11 @@ class FaceRequest:
 
     def chat_body(self, api: str) -> dict[str, Any]:
         """The body as chat completions (what the memory check's closed-book call asks)."""
-        return requests.TO_CHAT[api](self.forward)
+        body: dict[str, Any] = requests.TO_CHAT[api](self.forward)
+        return body
 
 
-class ApiFaceService(Generic[S]):
+class ApiFaceService(Generic[E]):
     """A front door of API ``API`` over the chat service's slots, checks and context, with its
     own view of the upstream (``upstream.api`` translated to ``API`` where they differ)."""
 
@@ -59,7 +64,7 @@ class ApiFaceService(Generic[S]):
         self.settings = chat.settings
         self.upstream = upstream_for(upstream, self.settings.upstream.api, self.API)
 
-    def source(self, opened: UpstreamStream) -> S:
+    def source(self, opened: UpstreamStream) -> E:
         """The face's ``AnswerSource`` over an upstream stream of its own API."""
         raise NotImplementedError
 
@@ -94,7 +99,7 @@ class ApiFaceService(Generic[S]):
     @asynccontextmanager
     async def open_stream(
         self, request: FaceRequest, headers: Mapping[str, str], started: float
-    ) -> AsyncIterator[tuple[CheckedStream[Any], S]]:
+    ) -> AsyncIterator[tuple[CheckedStream[Any], E]]:
         """The checked stream and its source (see ``ChatService.open_checked``)."""
         body, grounding = self.grounded(request)
         async with self.chat.open_checked(request.chat, request.chat_body(self.API), body, grounding, request.mode,

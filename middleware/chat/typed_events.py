@@ -71,6 +71,12 @@ class TypedEvents:
     def is_end(self, item: EventItem) -> bool:
         return item.type in self.END_TYPES
 
+    def text(self, item: EventItem) -> str:
+        raise NotImplementedError
+
+    def ends_message(self, item: EventItem) -> bool:
+        raise NotImplementedError
+
     def without_text(self, item: EventItem) -> EventItem | None:
         return None  # a text delta holds nothing else
 

@@ -22,7 +22,8 @@ def add_messages_routes(app: web.Application, service: MessagesService) -> None:
 
 
 async def create_message(request: web.Request) -> web.StreamResponse:
-    return await serve_face(request, request.app[MESSAGES_KEY])
+    service = request.app[MESSAGES_KEY]
+    return await serve_face(request, service)
 
 
 def error_format(body: dict[str, Any], status: int) -> dict[str, Any]:

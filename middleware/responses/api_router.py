@@ -17,4 +17,5 @@ def add_responses_routes(app: web.Application, service: ResponsesService) -> Non
 
 
 async def create_response(request: web.Request) -> web.StreamResponse:
-    return await serve_face(request, request.app[RESPONSES_KEY])
+    service = request.app[RESPONSES_KEY]
+    return await serve_face(request, service)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from typing import Any
 
 from middleware.translation.streams import from_anthropic_stop, new_id, to_anthropic_stop
@@ -96,8 +97,13 @@ def chat_to_messages(completion: dict[str, Any]) -> dict[str, Any]:
             "usage": {"input_tokens": usage.get("prompt_tokens", 0), "output_tokens": usage.get("completion_tokens", 0)}}
 
 
-TO_CHAT = {"chat": lambda body: body, "responses": responses_to_chat, "messages": messages_to_chat}
-FROM_CHAT = {"chat": lambda body: body, "responses": chat_to_responses, "messages": chat_to_messages}
+def _same(body: dict[str, Any]) -> dict[str, Any]:
+    return body
+
+
+Translate = Callable[[dict[str, Any]], dict[str, Any]]
+TO_CHAT: dict[str, Translate] = {"chat": _same, "responses": responses_to_chat, "messages": messages_to_chat}
+FROM_CHAT: dict[str, Translate] = {"chat": _same, "responses": chat_to_responses, "messages": chat_to_messages}
 
 
 def translate_answer(answer: dict[str, Any], source: str, target: str) -> dict[str, Any]:

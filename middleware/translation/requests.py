@@ -9,6 +9,7 @@ has no name for are dropped, since its server would refuse them.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 DEFAULT_MAX_TOKENS = 4096
@@ -184,8 +185,13 @@ def _json_object(arguments: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-TO_CHAT = {"chat": lambda body: body, "responses": responses_to_chat, "messages": messages_to_chat}
-FROM_CHAT = {"chat": lambda body: body, "responses": chat_to_responses, "messages": chat_to_messages}
+def _same(body: dict[str, Any]) -> dict[str, Any]:
+    return body
+
+
+Translate = Callable[[dict[str, Any]], dict[str, Any]]
+TO_CHAT: dict[str, Translate] = {"chat": _same, "responses": responses_to_chat, "messages": messages_to_chat}
+FROM_CHAT: dict[str, Translate] = {"chat": _same, "responses": chat_to_responses, "messages": chat_to_messages}
 
 
 def translate_request(body: dict[str, Any], source: str, target: str) -> dict[str, Any]:

@@ -143,8 +143,9 @@ class MessagesToChat:
             delta = data.get("delta") or {}
             if delta.get("type") == "text_delta":
                 return [self._out.chunk({"content": delta.get("text") or ""})]
-            if delta.get("type") == "input_json_delta" and (block := int(data.get("index", 0))) in self._calls:
-                call = {"index": self._calls[block], "function": {"arguments": delta.get("partial_json") or ""}}
+            at = int(data.get("index", 0))
+            if delta.get("type") == "input_json_delta" and at in self._calls:
+                call = {"index": self._calls[at], "function": {"arguments": delta.get("partial_json") or ""}}
                 return [self._out.chunk({"tool_calls": [call]})]
             return []
         if kind == "message_delta":
@@ -333,7 +334,8 @@ class ChatToMessages:
 
     def _start(self, chunk: dict[str, Any]) -> list[dict[str, Any]]:
         self._started = True
-        message = {"id": self._id, "type": "message", "role": "assistant", "model": chunk.get("model") or "unknown",
+        message: dict[str, Any] = {
+            "id": self._id, "type": "message", "role": "assistant", "model": chunk.get("model") or "unknown",
                    "content": [], "stop_reason": None, "stop_sequence": None,
                    "usage": {"input_tokens": 0, "output_tokens": 0}}
         return [{"type": "message_start", "message": message}]

@@ -43,11 +43,13 @@ class _ChatWriter:
 
 
 def _reader(api: str) -> Reader:
-    return {"responses": ResponsesToChat, "messages": MessagesToChat}.get(api, _ChatReader)()
+    readers: dict[str, type[Reader]] = {"responses": ResponsesToChat, "messages": MessagesToChat}
+    return readers.get(api, _ChatReader)()
 
 
 def _writer(api: str) -> Writer:
-    return {"responses": ChatToResponses, "messages": ChatToMessages}.get(api, _ChatWriter)()
+    writers: dict[str, type[Writer]] = {"responses": ChatToResponses, "messages": ChatToMessages}
+    return writers.get(api, _ChatWriter)()
 
 
 class TranslatedStream:
