@@ -80,7 +80,8 @@ class ApiFaceService(Generic[E]):
         as_chat = requests.TO_CHAT[self.API](forward)
         if len(as_chat["messages"]) > server.max_messages:
             raise RequestError(f"too many messages: at most {server.max_messages}", code="too_many_messages")
-        chat = validated(ChatRequest, {**as_chat, "factcheck": body.get("factcheck")})
+        messages = as_chat["messages"] or [{"role": "user", "content": ""}]  # nothing chat could read: no question
+        chat = validated(ChatRequest, {**as_chat, "messages": messages, "factcheck": body.get("factcheck")})
         mode = resolve_mode(chat, mode_header, self.settings.check.default_mode)
         REQUESTS.labels(mode=mode.value, stream=str(chat.stream).lower()).inc()
         return FaceRequest(chat, forward, mode)
