@@ -149,7 +149,9 @@ class MessagesToChat:
                 return [self._out.chunk({"tool_calls": [call]})]
             return []
         if kind == "message_delta":
-            self._output_tokens = int((data.get("usage") or {}).get("output_tokens") or self._output_tokens)
+            usage = data.get("usage") or {}
+            self._output_tokens = int(usage.get("output_tokens") or self._output_tokens)
+            self._input_tokens = int(usage.get("input_tokens") or self._input_tokens)
             stop = (data.get("delta") or {}).get("stop_reason")
             return [self._out.chunk({}, from_anthropic_stop(stop))] if stop else []
         if kind == "message_stop":
@@ -325,7 +327,7 @@ class ChatToMessages:
     def finish(self) -> list[dict[str, Any]]:
         out = self._start({}) if not self._started else []
         out += self._close()
-        usage = {"output_tokens": self._usage.get("completion_tokens", 0)}
+        usage = {"input_tokens": self._usage.get("prompt_tokens", 0), "output_tokens": self._usage.get("completion_tokens", 0)}
         return out + [
             {"type": "message_delta", "delta": {"stop_reason": to_anthropic_stop(self._finish), "stop_sequence": None},
              "usage": usage},
