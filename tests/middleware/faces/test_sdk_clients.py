@@ -5,6 +5,8 @@ own format."""
 
 from __future__ import annotations
 
+import json
+
 import aiohttp
 import anthropic
 import pytest
@@ -209,3 +211,22 @@ async def test_upstream_bytes_pass_untouched_and_a_split_value_is_one_sentence(a
     assert len(extension) == 3  # two sentences, then the summary
     assert b'"contradictory"' in extension[0] and b"in 1905." in extension[0]
     assert relayed.endswith(upstream[upstream.rindex(b"event: "):])  # the terminal event last, after the summary
+
+
+@pytest.mark.parametrize("api", ["responses", "messages"])
+async def test_the_grounding_instruction_reaches_an_upstream_of_the_faces_api(make_proxy, api):
+    proxy = await make_proxy(ScriptedChecker(FIXES), **{"upstream.api": api})
+    grounding = {"factcheck": {"mode": "annotate", "grounding_prompt": "Wikipedia"}}
+    if api == "responses":
+        response = await openai_client(proxy).responses.create(model="m", input="Who was Marie Curie?",
+                                                               extra_body=grounding)
+        summary = response.model_extra["factcheck"]["summary"]
+    else:
+        message = await anthropic_client(proxy).messages.create(
+            model="m", max_tokens=100, messages=[{"role": "user", "content": "Who was Marie Curie?"}],
+            extra_body=grounding)
+        summary = message.model_extra["factcheck"]["summary"]
+    sent = proxy.upstream.requests[-1]
+    assert "attributed to Wikipedia" in json.dumps(sent)
+    assert ("input" if api == "responses" else "max_tokens") in sent  # still a body of the upstream's API
+    assert summary["grounding_prompt"]["corpus"] == "Wikipedia"
