@@ -66,9 +66,24 @@ class UpstreamClient:
         self.base_url = settings.url.rstrip("/")
         self.path = API_PATHS[settings.api]
         self._session: aiohttp.ClientSession | None = None
+        self._parent: UpstreamClient | None = None
+        self._siblings: dict[str, UpstreamClient] = {}
+
+    def speaking(self, api: str) -> UpstreamClient:
+        """The same upstream (base URL, key, timeouts, connection pool) spoken to in ``api``:
+        for an upstream that speaks several (the demo LLM speaks all three)."""
+        if api == self.settings.api:
+            return self
+        if api not in self._siblings:
+            sibling = UpstreamClient(self.settings.model_copy(update={"api": api}))
+            sibling._parent = self
+            self._siblings[api] = sibling
+        return self._siblings[api]
 
     @property
     def session(self) -> aiohttp.ClientSession:
+        if self._parent is not None:
+            return self._parent.session
         if self._session is None or self._session.closed:
             timeout = aiohttp.ClientTimeout(
                 total=None, connect=self.settings.connect_timeout_s, sock_read=self.settings.read_timeout_s

@@ -226,12 +226,19 @@ class Health(BaseModel):
 # ------------------------------------------------------------------------------ websocket
 
 
+UPSTREAM_APIS = ("chat", "responses", "messages")
+"""The APIs an upstream may speak (``upstream.api``)."""
+
+
 class WsChat(BaseModel):
     """Client → server: start an answer; ``request`` is a chat completions body."""
 
     model_config = ConfigDict(extra="forbid")
     type: Literal["chat"]
     request: dict[str, Any]
+    upstream_api: Literal["chat", "responses", "messages"] | None = Field(
+        default=None, description="the API the proxy speaks to the upstream for this answer, where the upstream "
+        "speaks several (the demo LLM speaks all three); absent: upstream.api")
 
 
 class WsCancel(BaseModel):

@@ -82,11 +82,22 @@ class OpenStream:
 class ChatService:
     """Process-wide: the settings, the upstream, the check runner and the stream limit."""
 
-    def __init__(self, settings: Settings, upstream: Upstream, runner: CheckRunner) -> None:
+    def __init__(self, settings: Settings, upstream: Upstream, runner: CheckRunner,
+                 speaking: Callable[[str], Upstream] | None = None) -> None:
         self.settings = settings
         self.upstream = upstream
         self.runner = runner
         self.streams = StreamCounter(settings.server.max_concurrent_streams)
+        self._speaking = speaking
+
+    def upstream_speaking(self, api: str | None) -> Upstream:
+        """The upstream as a chat upstream, spoken to in ``api`` (None: ``upstream.api``)."""
+        if api is None or api == self.settings.upstream.api:
+            return self.upstream
+        if self._speaking is None:
+            raise RequestError(f"the upstream speaks only {self.settings.upstream.api!r} (upstream.api)",
+                               param="upstream_api", code="invalid_value")
+        return self._speaking(api)
 
     def read_request(self, raw: bytes, mode_header: str | None) -> tuple[ChatRequest, dict[str, Any], Mode]:
         """A request body read under the server's limits: the parsed request, the body to
@@ -148,12 +159,14 @@ class ChatService:
     @asynccontextmanager
     async def open_stream(
         self, chat: ChatRequest, forward: dict[str, Any], mode: Mode, headers: Mapping[str, str], started: float,
+        upstream: Upstream | None = None,
     ) -> AsyncIterator[OpenStream]:
         """Take a stream slot, open the upstream stream and check it; on exit close the
-        upstream and record the added latency. Upstream errors before the stream propagate."""
+        upstream and record the added latency. Upstream errors before the stream propagate.
+        ``upstream``: another chat view of the upstream (``upstream_speaking``)."""
         body, grounding = self.grounded(chat, forward, mode)
         max_event_bytes = self.settings.upstream.max_event_bytes
-        async with self.open_checked(chat, forward, body, grounding, mode, headers, started, self.upstream,
+        async with self.open_checked(chat, forward, body, grounding, mode, headers, started, upstream or self.upstream,
                                      lambda opened: UpstreamChunks(opened, max_event_bytes)) as (checked, chunks):
             yield OpenStream(checked, chunks)
 

@@ -21,7 +21,7 @@ from middleware.responses.api_router import RESPONSES_PATH, add_responses_routes
 from middleware.responses.serving import ResponsesService
 from middleware.checking import CheckRunner
 from middleware.errors import RequestError, UpstreamError
-from middleware.interfaces import Checker, Upstream
+from middleware.interfaces import Checker, MultiApiUpstream, Upstream
 from middleware.metrics import HTTP_REQUESTS, REQUEST_ERRORS, UPSTREAM_ERRORS, exposition
 from middleware.chat.limits import CLIENT_KEY, LIMITER_KEY, client_id, make_limiter
 from middleware.server.openapi import openapi_document
@@ -48,7 +48,8 @@ def create_app(
     )
     app[LIMITER_KEY] = make_limiter(settings)
     runner = CheckRunner(checker, settings.check)
-    chat = ChatService(settings, upstream_for(upstream, settings.upstream.api, "chat"), runner)
+    chat = ChatService(settings, upstream_for(upstream, settings.upstream.api, "chat"), runner,
+                       speaking=_speaking(upstream))
     add_chat_routes(app, chat)
     add_responses_routes(app, ResponsesService(chat, upstream))
     add_messages_routes(app, MessagesService(chat, upstream))
@@ -61,6 +62,13 @@ def create_app(
         add_routes(app)
     app.on_cleanup.append(_close_clients)
     return app
+
+
+def _speaking(upstream: Upstream) -> Callable[[str], Upstream] | None:
+    """For an upstream that speaks several APIs: it as a chat upstream, spoken to in one of them."""
+    if not isinstance(upstream, MultiApiUpstream):
+        return None
+    return lambda api: upstream_for(upstream.speaking(api), api, "chat")
 
 
 async def _close_clients(app: web.Application) -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import aiohttp
 import pytest
 
 from tests.middleware.faces.test_sdk_clients import (
@@ -18,7 +19,8 @@ from tests.middleware.faces.test_sdk_clients import (
     openai_client,
 )
 from adapters.demo_upstream import DemoAnswers
-from tests.support.checkers import ScriptedChecker
+from middleware.chat.protocol import WsChat
+from tests.support.checkers import ScriptedChecker, ws_answer
 
 QUESTION = "Who was Marie Curie?"
 
@@ -101,3 +103,26 @@ async def test_messages_non_stream_over_chat(make_proxy):
         model="m", max_tokens=100, messages=[{"role": "user", "content": QUESTION}], extra_body=extra("annotate"))
     assert message.content[0].text == ANSWER and message.stop_reason == "end_turn"
     assert (message.model_extra or {})["factcheck"]["summary"]["sentences"] == 3
+
+
+@pytest.mark.parametrize("upstream_api", APIS)
+async def test_the_websocket_chooses_the_api_spoken_to_the_upstream(make_proxy, upstream_api):
+    proxy = await scripted_proxy(make_proxy, "chat")
+    request = {"model": "m", "messages": [{"role": "user", "content": QUESTION}], "factcheck": "correct"}
+    async with aiohttp.ClientSession() as session:
+        async with session.ws_connect(f"{proxy.url}/ws") as ws:
+            messages = await ws_answer(ws, {"type": "chat", "request": request, "upstream_api": upstream_api})
+    WsChat.model_validate({"type": "chat", "request": request, "upstream_api": upstream_api})
+    assert SHAPE[upstream_api] in proxy.upstream.requests[-1]
+    chunks = [m for m in messages[1:-1] if "choices" in m]
+    assert "".join((c["delta"].get("content") or "") for m in chunks for c in m["choices"]) == expected("correct")
+    assert messages[-2]["factcheck"]["type"] == "summary"
+
+
+async def test_the_websocket_refuses_an_unknown_upstream_api(make_proxy):
+    proxy = await scripted_proxy(make_proxy, "chat")
+    async with aiohttp.ClientSession() as session:
+        async with session.ws_connect(f"{proxy.url}/ws") as ws:
+            messages = await ws_answer(ws, {"type": "chat", "request": {"messages": [{"role": "user", "content": "q"}]},
+                                            "upstream_api": "gemini"})
+    assert messages[0]["error"]["param"] == "upstream_api" and proxy.upstream.requests == []
