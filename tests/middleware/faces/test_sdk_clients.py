@@ -14,7 +14,7 @@ from openai import AsyncOpenAI, BadRequestError
 
 from middleware.composition import build_app
 from middleware.messages.protocol import AnthropicErrorBody, MessagesFactcheck, MessagesTextDelta
-from middleware.responses.protocol import ResponseFactcheck, ResponseTextDelta
+from middleware.responses.protocol import ResponseErrorEvent, ResponseFactcheck, ResponseTextDelta
 from middleware.server.commands import start_site
 from middleware.settings import load_settings
 from tests.support.canned_upstream import CannedUpstream, recorded_stream
@@ -230,3 +230,39 @@ async def test_the_grounding_instruction_reaches_an_upstream_of_the_faces_api(ma
     assert "attributed to Wikipedia" in json.dumps(sent)
     assert ("input" if api == "responses" else "max_tokens") in sent  # still a body of the upstream's API
     assert summary["grounding_prompt"]["corpus"] == "Wikipedia"
+
+
+async def test_a_broken_stream_ends_with_the_apis_error_event(make_proxy):
+    proxy = await make_proxy(ScriptedChecker(FIXES), **{"upstream.api": "messages"})
+    with pytest.raises(anthropic.APIStatusError) as raised:
+        async with anthropic_client(proxy).messages.stream(
+            model="m", max_tokens=100, messages=[{"role": "user", "content": "q"}],
+            extra_body={"mock": {"text": ANSWER, "fail_after": 5}, "factcheck": "annotate"},
+        ) as stream:
+            async for _ in stream.text_stream:
+                pass
+    assert AnthropicErrorBody.model_validate(raised.value.body).error.type == "api_error"
+
+
+async def test_responses_broken_stream_error_event(make_proxy):
+    proxy = await make_proxy(ScriptedChecker(FIXES), **{"upstream.api": "responses"})
+    stream = await openai_client(proxy).responses.create(
+        model="m", input="q", stream=True, extra_body={"mock": {"text": ANSWER, "fail_after": 5}, "factcheck": "annotate"})
+    errors = [event async for event in stream if event.type == "error"]
+    assert len(errors) == 1 and errors[0].code == "disconnect"
+    ResponseErrorEvent.model_validate(errors[0].model_dump())
+
+
+async def test_an_anthropic_upstream_gets_its_own_headers_and_never_the_proxy_key(make_proxy):
+    proxy = await make_proxy(ScriptedChecker(FIXES), **{"upstream.api": "messages", "upstream.api_key": "sk-up",
+                                                        "server.api_keys": ["proxy-key"]})
+    client = anthropic.AsyncAnthropic(base_url=proxy.url.removesuffix("/v1"), api_key="proxy-key", max_retries=0)
+    message = await client.messages.create(model="m", max_tokens=100, messages=[{"role": "user", "content": "q"}],
+                                           extra_body=extra("off"))
+    assert message.content[0].text == ANSWER
+    sent = {name.lower(): value for name, value in proxy.upstream.headers[-1].items()}
+    assert sent["x-api-key"] == "sk-up" and "authorization" not in sent and sent["anthropic-version"]
+    with pytest.raises(anthropic.AuthenticationError) as raised:
+        await anthropic.AsyncAnthropic(base_url=proxy.url.removesuffix("/v1"), api_key="wrong", max_retries=0
+                                       ).messages.create(model="m", max_tokens=5, messages=[{"role": "user", "content": "q"}])
+    assert AnthropicErrorBody.model_validate(raised.value.body).error.type == "authentication_error"
