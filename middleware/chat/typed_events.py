@@ -58,15 +58,8 @@ class TypedEvents:
 
     async def passthrough(self) -> AsyncIterator[EventItem]:
         """Whole events, each upstream read in one item, untouched (off mode)."""
-        cutter = EventCutter(self._max_event_bytes)
-        try:
-            async for data in self._upstream.chunks():
-                if whole := cutter.feed(data):
-                    yield EventItem(raw=whole)
-            if rest := cutter.flush():
-                yield EventItem(raw=rest)
-        except EventTooLarge as exc:
-            raise UpstreamError(f"upstream sent an event larger than {exc.limit} bytes", kind="event_too_large") from exc
+        async for raw in whole_events(self._upstream, self._max_event_bytes):
+            yield EventItem(raw=raw)
 
     def is_end(self, item: EventItem) -> bool:
         return item.type in self.END_TYPES
@@ -101,14 +94,34 @@ class TypedEvents:
         self._upstream.close()
 
 
+async def whole_events(upstream: UpstreamStream, max_event_bytes: int) -> AsyncIterator[bytes]:
+    """Off mode's byte pipe: the upstream's bytes as they arrive, each read in one piece, only
+    cut after its last whole event, so that an error event can follow whole events."""
+    cutter = EventCutter(max_event_bytes)
+    try:
+        async for data in upstream.chunks():
+            if whole := cutter.feed(data):
+                yield whole
+        if rest := cutter.flush():
+            yield rest
+    except EventTooLarge as exc:
+        raise UpstreamError(f"upstream sent an event larger than {exc.limit} bytes", kind="event_too_large") from exc
+
+
 def _parse(event: SSEEvent) -> dict[str, Any] | None:
     """The event's JSON object, or None (no data, or not JSON: passed through)."""
+    data = event_json(event)
+    return data if isinstance(data, dict) else None
+
+
+def event_json(event: SSEEvent) -> Any:
+    """An upstream event's JSON, or None (no data, ``[DONE]``, or not JSON: counted and logged,
+    the event is passed through as it came)."""
     if event.data is None or event.is_done:
         return None
     try:
-        data = event.json()
+        return event.json()
     except ValueError:
         UPSTREAM_ERRORS.labels(kind="invalid_sse").inc()
         log.warning("upstream sent an event that is not JSON; passing it through")
         return None
-    return data if isinstance(data, dict) else None

@@ -15,7 +15,8 @@ class ResponsesRequest(CheckedRequest):
     """``POST /v1/responses``: the OpenAI request plus the optional ``factcheck`` field."""
 
     model: str | None = None
-    input: str | list[dict[str, Any]] = Field(description="a string (one user message) or a list of input items")
+    input: str | list[dict[str, Any]] | None = Field(
+        default=None, description="a string (one user message) or a list of input items")
     instructions: str | None = None
 
 
