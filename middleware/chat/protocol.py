@@ -42,7 +42,7 @@ class ErrorDetail(BaseModel):
 
 class ErrorBody(BaseModel):
     """The OpenAI error format, for every error the proxy reports (HTTP body, SSE event,
-    websocket message)."""
+    websocket message), but those of ``/v1/messages`` (``messages.protocol.AnthropicErrorBody``)."""
 
     model_config = ConfigDict(extra="forbid")
     error: ErrorDetail
