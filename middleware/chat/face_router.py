@@ -62,9 +62,9 @@ class TypedEncoder:
     def encode(self, event: StreamEvent[EventItem]) -> bytes:
         source = self._source
         if isinstance(event, Forward):
-            return source.rewrite(event.item).sse()
+            return source.leaving(event.item).sse()
         if isinstance(event, End):
-            return source.rewrite(event.item).sse() if event.item is not None else b""
+            return source.leaving(event.item).sse() if event.item is not None else b""
         if isinstance(event, Text):
             return encode_typed(source.text_event(event.text))
         if isinstance(event, Failed):

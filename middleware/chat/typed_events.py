@@ -73,8 +73,9 @@ class TypedEvents:
     def without_text(self, item: EventItem) -> EventItem | None:
         return None  # a text delta holds nothing else
 
-    def rewrite(self, item: EventItem) -> EventItem:
-        """An upstream event as it leaves (correct mode may change what repeats the text)."""
+    def leaving(self, item: EventItem) -> EventItem:
+        """An upstream event as it leaves: noted (where the proxy's own events go) and, in
+        correct mode, rewritten where it repeats the whole text."""
         return item
 
     # ------------------------------------------------------------ the proxy's own events

@@ -4,7 +4,8 @@ The answer's text is every ``content_block_delta`` holding a ``text_delta``; a b
 ``content_block_stop`` (and ``message_delta``) closes what is held (correct mode), whose text
 then goes out as ``text_delta``s of the block it came in; ``message_stop`` is the terminal
 event, so the summary goes out before it. Tool use, thinking and other blocks pass as they
-came."""
+came. The block correct mode's text goes to is read from the events as they leave (``leaving``),
+in order with it: the reader may be a block ahead."""
 
 from __future__ import annotations
 
@@ -22,17 +23,21 @@ class MessageEvents(TypedEvents):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.index = 0
-        """The block of the last text delta: correct mode's text goes there too."""
+        """The text block last opened (or written to) in what was sent: correct mode's text goes there."""
 
     def text(self, item: EventItem) -> str:
-        if item.data is None or item.type != "content_block_delta":
-            return ""
-        delta = item.data.get("delta")
+        delta = item.data.get("delta") if item.data is not None and item.type == "content_block_delta" else None
         if not isinstance(delta, dict) or delta.get("type") != "text_delta" or not isinstance(delta.get("text"), str):
             return ""
-        if isinstance(index := item.data.get("index"), int):
-            self.index = index
         return str(delta["text"])
+
+    def leaving(self, item: EventItem) -> EventItem:
+        """Noted as it leaves, in order with the proxy's own events (the reader may be ahead)."""
+        data = item.data or {}
+        opens_text = item.type == "content_block_start" and (data.get("content_block") or {}).get("type") == "text"
+        if (opens_text or self.text(item)) and isinstance(index := data.get("index"), int):
+            self.index = index
+        return item
 
     def ends_message(self, item: EventItem) -> bool:
         return item.type in _CLOSES_TEXT

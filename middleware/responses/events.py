@@ -4,7 +4,9 @@ The answer's text is every ``response.output_text.delta``; an output text's ``do
 close what is held (correct mode); ``response.completed`` (or ``incomplete``, ``failed``) is the
 terminal event, so the summary goes out before it. Correct mode's events that repeat the whole
 text (``output_text.done``, ``content_part.done``, ``output_item.done``, ``response.completed``)
-carry the text as released (``ReleasedText``)."""
+carry the text as released (``ReleasedText``). Where the proxy's own events go (the output
+text, the sequence number) is read from the upstream events as they leave, in order with them
+(``leaving``): in correct mode the reader is ahead of what is sent."""
 
 from __future__ import annotations
 
@@ -25,19 +27,27 @@ class ResponseEvents(TypedEvents):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.sequence = 0
+        """The ``sequence_number`` of the last upstream event sent: the proxy's own repeat it."""
         self.at: dict[str, Any] = {"item_id": "msg_factcheck", "output_index": 0, "content_index": 0}
-        """Where the last text delta went: correct mode's text goes there too."""
+        """The output text last opened (or written to) in what was sent: correct mode's text goes there."""
         self.released = ReleasedText()
 
     def text(self, item: EventItem) -> str:
-        if item.data is None:
+        if item.type != TEXT_DELTA or item.data is None or not isinstance(delta := item.data.get("delta"), str):
             return ""
-        if isinstance(number := item.data.get("sequence_number"), int):
-            self.sequence = number
-        if item.type != TEXT_DELTA or not isinstance(delta := item.data.get("delta"), str):
-            return ""
-        self.at = {key: item.data.get(key, self.at[key]) for key in self.at}
         return delta
+
+    def leaving(self, item: EventItem) -> EventItem:
+        """Noted as it leaves, in order with the proxy's own events (the reader may be ahead)."""
+        data = item.data
+        if data is None:
+            return item
+        if isinstance(number := data.get("sequence_number"), int):
+            self.sequence = number
+        opens_text = item.type == "response.content_part.added" and (data.get("part") or {}).get("type") == "output_text"
+        if opens_text or item.type == TEXT_DELTA:
+            self.at = {key: data.get(key, self.at[key]) for key in self.at}
+        return self.released.rewrite(item)
 
     def ends_message(self, item: EventItem) -> bool:
         return item.type in _CLOSES_TEXT
@@ -55,9 +65,6 @@ class ResponseEvents(TypedEvents):
         error = ErrorBody.model_validate(body).error
         return ResponseErrorEvent(sequence_number=self.sequence, code=error.code, message=error.message,
                                   param=error.param).model_dump(mode="json")
-
-    def rewrite(self, item: EventItem) -> EventItem:
-        return self.released.rewrite(item)
 
 
 class ReleasedText:

@@ -11,8 +11,10 @@ from aiohttp import web
 from middleware.translation.streams import ChatToMessages, ChatToResponses, encode
 
 
-def recorded_stream(api: str, pieces: Iterable[str], tool_call: dict[str, Any] | None = None) -> bytes:
-    """A stream of ``api`` whose text deltas are ``pieces`` (then a tool call, if given)."""
+def recorded_stream(api: str, pieces: Iterable[str], tool_call: dict[str, Any] | None = None,
+                    then: Iterable[str] = ()) -> bytes:
+    """A stream of ``api`` whose text deltas are ``pieces`` (then a tool call, if given, and
+    the text deltas ``then``)."""
     writer = ChatToResponses() if api == "responses" else ChatToMessages()
     events: list[dict[str, Any]] = []
     base = {"id": "c", "object": "chat.completion.chunk", "created": 0, "model": "recorded"}
@@ -20,6 +22,8 @@ def recorded_stream(api: str, pieces: Iterable[str], tool_call: dict[str, Any] |
         events += writer.feed({**base, "choices": [{"index": 0, "delta": {"content": piece}, "finish_reason": None}]})
     if tool_call is not None:
         events += writer.feed({**base, "choices": [{"index": 0, "delta": {"tool_calls": [tool_call]}}]})
+    for piece in then:
+        events += writer.feed({**base, "choices": [{"index": 0, "delta": {"content": piece}, "finish_reason": None}]})
     finish = "tool_calls" if tool_call is not None else "stop"
     events += writer.feed({**base, "choices": [{"index": 0, "delta": {}, "finish_reason": finish}]})
     events += writer.feed({**base, "choices": [], "usage": {"prompt_tokens": 3, "completion_tokens": 7,

@@ -5,7 +5,9 @@ own format."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+from collections.abc import AsyncIterator
 
 import aiohttp
 import anthropic
@@ -169,22 +171,29 @@ async def test_messages_errors_are_anthropic_errors(make_proxy):
 # ------------------------------------------------ the upstream's bytes, and a value split in two
 
 
-async def relay(api: str, upstream_bytes: bytes, mode: str) -> bytes:
-    """What the proxy sends for an upstream answering ``upstream_bytes`` (as raw bytes)."""
+@contextlib.asynccontextmanager
+async def canned_proxy(api: str, upstream_bytes: bytes, checker: ScriptedChecker) -> AsyncIterator[str]:
+    """The proxy's base URL, in front of an upstream answering ``upstream_bytes``."""
     up_runner, up_port = await start_site(CannedUpstream(upstream_bytes).app(), "127.0.0.1", 0)
     settings = load_settings(**{"upstream.url": f"http://127.0.0.1:{up_port}/v1", "upstream.api": api,
                                 "check.checker": "none"})
-    runner, port = await start_site(build_app(settings, checker=ScriptedChecker(FIXES)), "127.0.0.1", 0)
-    body = ({"model": "m", "input": "q", "stream": True} if api == "responses" else
-            {"model": "m", "max_tokens": 9, "stream": True, "messages": [{"role": "user", "content": "q"}]})
+    runner, port = await start_site(build_app(settings, checker=checker), "127.0.0.1", 0)
     try:
-        async with aiohttp.ClientSession() as session:
-            async with session.post(f"http://127.0.0.1:{port}/v1/{api}", json={**body, "factcheck": mode}) as response:
-                assert response.status == 200
-                return await response.read()
+        yield f"http://127.0.0.1:{port}"
     finally:
         await runner.cleanup()
         await up_runner.cleanup()
+
+
+async def relay(api: str, upstream_bytes: bytes, mode: str) -> bytes:
+    """What the proxy sends for an upstream answering ``upstream_bytes`` (as raw bytes)."""
+    body = ({"model": "m", "input": "q", "stream": True} if api == "responses" else
+            {"model": "m", "max_tokens": 9, "stream": True, "messages": [{"role": "user", "content": "q"}]})
+    async with canned_proxy(api, upstream_bytes, ScriptedChecker(FIXES)) as url:
+        async with aiohttp.ClientSession() as session:
+            async with session.post(f"{url}/v1/{api}", json={**body, "factcheck": mode}) as response:
+                assert response.status == 200
+                return await response.read()
 
 
 def without_extension_events(raw: bytes, api: str) -> tuple[bytes, list[bytes]]:
@@ -266,3 +275,32 @@ async def test_an_anthropic_upstream_gets_its_own_headers_and_never_the_proxy_ke
         await anthropic.AsyncAnthropic(base_url=proxy.url.removesuffix("/v1"), api_key="wrong", max_retries=0
                                        ).messages.create(model="m", max_tokens=5, messages=[{"role": "user", "content": "q"}])
     assert AnthropicErrorBody.model_validate(raised.value.body).error.type == "authentication_error"
+
+
+async def test_correct_mode_text_goes_to_its_own_block_when_the_reader_is_ahead():
+    """Text, a tool call, more text: each block's checked text comes back in its own block,
+    though the proxy has read past the tool call while the first block's checks ran."""
+    tool = {"index": 0, "id": "toolu_1", "type": "function", "function": {"name": "lookup", "arguments": '{"q": 1}'}}
+    upstream = recorded_stream("messages", ["Marie Curie won the Nobel Prize ", "in Physics in 1905."], tool_call=tool,
+                               then=["She died in 1934."])
+    async with canned_proxy("messages", upstream, ScriptedChecker(FIXES, delay=0.2)) as url:
+        client = anthropic.AsyncAnthropic(base_url=url, api_key="sk-test", max_retries=0)
+        async with client.messages.stream(model="m", max_tokens=9, messages=[{"role": "user", "content": "q"}],
+                                          extra_body={"factcheck": "correct"}) as stream:
+            message = await stream.get_final_message()
+    assert [block.type for block in message.content] == ["text", "tool_use", "text"]
+    assert message.content[0].text == "Marie Curie won the Nobel Prize in Physics in 1903."
+    assert message.content[1].input == {"q": 1} and message.content[2].text == "She died in 1934."
+
+
+async def test_correct_mode_responses_text_goes_to_its_own_output_item():
+    tool = {"index": 0, "id": "call_1", "type": "function", "function": {"name": "lookup", "arguments": '{"q": 1}'}}
+    upstream = recorded_stream("responses", ["Marie Curie won the Nobel Prize ", "in Physics in 1905."],
+                               tool_call=tool, then=["She died in 1934."])
+    async with canned_proxy("responses", upstream, ScriptedChecker(FIXES, delay=0.2)) as url:
+        client = AsyncOpenAI(base_url=f"{url}/v1", api_key="sk-test", max_retries=0)
+        async with client.responses.stream(model="m", input="q", extra_body={"factcheck": "correct"}) as stream:
+            response = await stream.get_final_response()
+    assert [item.type for item in response.output] == ["message", "function_call", "message"]
+    assert response.output[0].content[0].text == "Marie Curie won the Nobel Prize in Physics in 1903."
+    assert response.output[2].content[0].text == "She died in 1934."
