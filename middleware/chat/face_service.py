@@ -8,6 +8,7 @@ how its request is validated and how its events are read (``ApiFaceService`` sub
 from __future__ import annotations
 
 import time
+from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -52,7 +53,7 @@ class FaceRequest:
         return body
 
 
-class ApiFaceService(Generic[E]):
+class ApiFaceService(ABC, Generic[E]):
     """A front door of API ``API`` over the chat service's slots, checks and context, with its
     own view of the upstream (``upstream.api`` translated to ``API`` where they differ)."""
 
@@ -64,9 +65,9 @@ class ApiFaceService(Generic[E]):
         self.settings = chat.settings
         self.upstream = upstream_for(upstream, self.settings.upstream.api, self.API)
 
+    @abstractmethod
     def source(self, opened: UpstreamStream) -> E:
         """The face's ``AnswerSource`` over an upstream stream of its own API."""
-        raise NotImplementedError
 
     def read_request(self, raw: bytes, mode_header: str | None) -> FaceRequest:
         """A body read under the server's limits, validated as the face's request and read as

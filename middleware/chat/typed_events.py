@@ -9,6 +9,7 @@ which events carry the answer's text, which close it, and writes the proxy's own
 from __future__ import annotations
 
 import logging
+from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
@@ -43,7 +44,7 @@ def encode_typed(data: dict[str, Any]) -> bytes:
     return f"event: {data['type']}\ndata: {dumps(data)}\n\n".encode()
 
 
-class TypedEvents:
+class TypedEvents(ABC):
     """An upstream stream of typed events (see ``AnswerSource``); ``END_TYPES`` end the answer."""
 
     END_TYPES: frozenset[str] = frozenset()
@@ -64,11 +65,13 @@ class TypedEvents:
     def is_end(self, item: EventItem) -> bool:
         return item.type in self.END_TYPES
 
+    @abstractmethod
     def text(self, item: EventItem) -> str:
-        raise NotImplementedError
+        """The answer text the event adds (its text delta), or ""."""
 
+    @abstractmethod
     def ends_message(self, item: EventItem) -> bool:
-        raise NotImplementedError
+        """The event closes a text: what is held is checked now (correct mode)."""
 
     def without_text(self, item: EventItem) -> EventItem | None:
         return None  # a text delta holds nothing else
@@ -79,17 +82,17 @@ class TypedEvents:
         return item
 
     # ------------------------------------------------------------ the proxy's own events
+    @abstractmethod
     def text_event(self, text: str) -> dict[str, Any]:
         """Correct mode: a sentence's text as the API's text delta."""
-        raise NotImplementedError
 
+    @abstractmethod
     def factcheck_event(self, factcheck: dict[str, Any]) -> dict[str, Any]:
         """The extension event carrying a (wire-rendered) ``factcheck`` event."""
-        raise NotImplementedError
 
+    @abstractmethod
     def error_event(self, body: dict[str, Any]) -> dict[str, Any]:
         """The API's error event for an OpenAI error ``body``."""
-        raise NotImplementedError
 
     def close(self) -> None:
         self._upstream.close()
