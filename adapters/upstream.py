@@ -1,4 +1,5 @@
-"""Client for the upstream LLM: any OpenAI-compatible base URL, over one aiohttp session."""
+"""Client for the upstream LLM, over one aiohttp session: any base URL speaking chat completions,
+the OpenAI Responses API or the Anthropic Messages API (``upstream.api``)."""
 
 from __future__ import annotations
 
@@ -18,6 +19,12 @@ log = logging.getLogger(__name__)
 
 # Client headers passed on to the upstream (Authorization only when no upstream key is set).
 _FORWARDED_HEADERS = ("authorization", "openai-organization", "openai-project", "x-request-id")
+# More of them for an upstream speaking the Anthropic Messages API (x-api-key as Authorization is).
+_MESSAGES_HEADERS = ("x-api-key", "anthropic-version", "anthropic-beta")
+ANTHROPIC_VERSION = "2023-06-01"
+"""Sent to a Messages upstream when the client named no version (the API requires one)."""
+API_PATHS = {"chat": "/chat/completions", "responses": "/responses", "messages": "/messages"}
+"""Where each upstream API (``upstream.api``) answers, under the base URL."""
 
 
 @dataclass
@@ -57,10 +64,26 @@ class UpstreamClient:
     def __init__(self, settings: UpstreamSettings) -> None:
         self.settings = settings
         self.base_url = settings.url.rstrip("/")
+        self.path = API_PATHS[settings.api]
         self._session: aiohttp.ClientSession | None = None
+        self._parent: UpstreamClient | None = None
+        self._siblings: dict[str, UpstreamClient] = {}
+
+    def speaking(self, api: str) -> UpstreamClient:
+        """The same upstream (base URL, key, timeouts, connection pool) spoken to in ``api``:
+        for an upstream that speaks several (the demo LLM speaks all three)."""
+        if api == self.settings.api:
+            return self
+        if api not in self._siblings:
+            sibling = UpstreamClient(self.settings.model_copy(update={"api": api}))
+            sibling._parent = self
+            self._siblings[api] = sibling
+        return self._siblings[api]
 
     @property
     def session(self) -> aiohttp.ClientSession:
+        if self._parent is not None:
+            return self._parent.session
         if self._session is None or self._session.closed:
             timeout = aiohttp.ClientTimeout(
                 total=None, connect=self.settings.connect_timeout_s, sock_read=self.settings.read_timeout_s
@@ -78,9 +101,20 @@ class UpstreamClient:
         for name in _FORWARDED_HEADERS:
             if name in client_headers and not (name == "authorization" and self.settings.api_key):
                 out[name] = client_headers[name]
-        if self.settings.api_key:
+        if self.settings.api == "messages":
+            self._messages_headers(client_headers, out)
+        elif self.settings.api_key:
             out["Authorization"] = f"Bearer {self.settings.api_key.get_secret_value()}"
         return out
+
+    def _messages_headers(self, client_headers: Mapping[str, str], out: dict[str, str]) -> None:
+        """An Anthropic upstream's key goes as ``x-api-key``, with an ``anthropic-version``."""
+        for name in _MESSAGES_HEADERS:
+            if name in client_headers and not (name == "x-api-key" and self.settings.api_key):
+                out[name] = client_headers[name]
+        if self.settings.api_key:
+            out["x-api-key"] = self.settings.api_key.get_secret_value()
+        out.setdefault("anthropic-version", ANTHROPIC_VERSION)
 
     async def _post(self, path: str, body: dict[str, Any], headers: dict[str, str]) -> aiohttp.ClientResponse:
         try:  # a redirect is not followed: it could point anywhere, loopback included
@@ -99,12 +133,12 @@ class UpstreamClient:
         return response
 
     async def open_stream(self, body: dict[str, Any], client_headers: Mapping[str, str]) -> UpstreamStream:
-        response = await self._post("/chat/completions", body, self.headers(client_headers))
+        response = await self._post(self.path, body, self.headers(client_headers))
         return UpstreamStream(response, self.settings.max_event_bytes)
 
     async def complete(self, body: dict[str, Any], client_headers: Mapping[str, str]) -> tuple[bytes, dict[str, Any]]:
         """A non-stream completion: the raw body and its decoded JSON."""
-        response = await self._post("/chat/completions", body, self.headers(client_headers))
+        response = await self._post(self.path, body, self.headers(client_headers))
         try:
             raw = await response.read()
         except (TimeoutError, aiohttp.ClientError) as exc:

@@ -55,8 +55,16 @@ class ServerSettings(BaseModel):
     )
 
 
+UpstreamApi = Literal["chat", "responses", "messages"]
+
+
 class UpstreamSettings(BaseModel):
-    url: str = Field("http://127.0.0.1:8001/v1", description="OpenAI-compatible base URL of the LLM")
+    url: str = Field("http://127.0.0.1:8001/v1", description="base URL of the LLM (ending in /v1)")
+    api: UpstreamApi = Field(
+        "chat", description="the API the upstream speaks: chat (POST /chat/completions), responses (the OpenAI "
+        "Responses API, POST /responses) or messages (the Anthropic Messages API, POST /messages); every front "
+        "door reaches it, its requests and answers translated where the APIs differ",
+    )
     api_key: SecretStr | None = Field(
         None, description="upstream key; when unset the client's Authorization header is forwarded"
     )
