@@ -24,27 +24,45 @@ class ManifestError(ValueError):
     """An export directory is missing, incomplete or does not match its manifest."""
 
 
-class LogisticWeights(BaseModel):
-    """One logistic regression over standardised features: p = sigmoid(b + sum w_i (x_i - m_i) / s_i)."""
+class Tree(BaseModel):
+    """One regression tree, node by node: an inner node sends a reading whose ``feature`` is
+    at most ``threshold`` (compared in float32, as scikit-learn does) to ``left``, else to
+    ``right``; a leaf (``feature`` None) adds its ``value`` to the raw score."""
 
     model_config = ConfigDict(extra="forbid")
 
-    intercept: float
-    weights: dict[str, float] = Field(description="feature name -> weight on the standardised feature")
+    feature: list[str | None]
+    threshold: list[float]
+    left: list[int]
+    right: list[int]
+    value: list[float]
+
+
+class TreeEnsemble(BaseModel):
+    """Gradient-boosted trees for one probability: p = sigmoid(init + sum of the leaves
+    reached, the learning rate already applied to the values). A feature the reading lacks
+    counts as 0 (a rule that did not fire)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    init: float
+    trees: list[Tree]
 
 
 class CombinerWeights(BaseModel):
     """The hybrid verifier's learned decision (``factcheck fit-combiner``): two calibrated
-    logistic regressions over its named features, and where each decides."""
+    tree ensembles over its named features, and where each decides."""
 
     model_config = ConfigDict(extra="forbid")
 
-    means: dict[str, float] = Field(description="feature name -> mean on the fitting data")
-    scales: dict[str, float] = Field(description="feature name -> standard deviation on the fitting data")
-    attributable: LogisticWeights = Field(description="P(the evidence supports the claim)")
-    contradictory: LogisticWeights = Field(description="P(the evidence contradicts the claim)")
+    features: list[str] = Field(description="the features the ensembles were fitted on")
+    attributable: TreeEnsemble = Field(description="P(the evidence supports the claim)")
+    contradictory: TreeEnsemble = Field(description="P(the evidence contradicts the claim)")
     attributable_threshold: float = Field(description="P(attributable) at the balanced-accuracy optimum")
-    contradictory_threshold: float = Field(description="P(contradictory) at >= target precision on held-out pairs")
+    contradictory_threshold: float = Field(
+        description="P(contradictory) at the target precision on held-out pairs (or the most precise cut-off "
+        "where the target is out of reach: see metrics)"
+    )
     edit_threshold: float = Field(
         description="P(attributable) of an edited sentence at >= target precision: what an applied edit needs"
     )

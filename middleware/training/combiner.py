@@ -1,6 +1,6 @@
 """Fitting the hybrid verifier's learned decision (``factcheck fit-combiner``).
 
-Two logistic regressions over the hybrid's named features (``pipeline.verifiers.features``):
+Two small gradient-boosted tree ensembles over the hybrid's named features (``pipeline.verifiers.features``):
 P(attributable), fitted on the battery's ``train`` rows and on the held-out dev split of the
 NLI model's own training run (nli-train-v2 sources: pairs the model never trained on), and
 P(contradictory), fitted on that dev split's three-way pairs with the battery's supported
@@ -28,7 +28,7 @@ import numpy as np
 from middleware.pipeline.verifiers.features import FEATURES
 from middleware.training.battery import BATTERY_SETS, OVERLAP_CUT, Item, load_set, sample
 from middleware.training.evaluation import balanced_accuracy
-from onnx_models.manifest import CombinerWeights, LogisticWeights
+from onnx_models.manifest import CombinerWeights, Tree, TreeEnsemble
 
 if TYPE_CHECKING:
     from middleware.pipeline.verifiers import HybridVerifier
@@ -138,21 +138,26 @@ def matrix(rows: Sequence[Row], names: Sequence[str]) -> np.ndarray:
     return np.asarray([[r.features.get(n, 0.0) for n in names] for r in rows], dtype=np.float64)
 
 
+TREES = 100
+DEPTH = 2
+LEARNING_RATE = 0.05
+"""Small on purpose: 100 trees of depth 2 (three questions each) fit as well out of fold as
+deeper or longer ensembles on the fitting rows and keep the manifest small."""
+
+
 @dataclass
 class Fitted:
     names: list[str]
-    means: np.ndarray
-    scales: np.ndarray
-    attributable: Any  # sklearn LogisticRegression
+    attributable: Any  # sklearn GradientBoostingClassifier
     contradictory: Any | None
 
     def p_attributable(self, x: np.ndarray) -> np.ndarray:
-        return self.attributable.predict_proba((x - self.means) / self.scales)[:, 1]
+        return self.attributable.predict_proba(x)[:, 1]
 
     def p_contradictory(self, x: np.ndarray) -> np.ndarray:
         if self.contradictory is None:
             return np.zeros(len(x))
-        return self.contradictory.predict_proba((x - self.means) / self.scales)[:, 1]
+        return self.contradictory.predict_proba(x)[:, 1]
 
 
 def _sample_weights(rows: Sequence[Row], positive: np.ndarray) -> np.ndarray:
@@ -169,25 +174,34 @@ def _sample_weights(rows: Sequence[Row], positive: np.ndarray) -> np.ndarray:
     return weights * len(rows)
 
 
-def fit(rows: Sequence[Row], names: Sequence[str], c: float = 0.5) -> Fitted:
-    """Both regressions on ``rows`` (fitting rows only; the caller leaves test rows out)."""
-    from sklearn.linear_model import LogisticRegression
+def _boosted(x: np.ndarray, y: np.ndarray, weights: np.ndarray) -> Any:
+    from sklearn.ensemble import GradientBoostingClassifier
 
+    model = GradientBoostingClassifier(
+        n_estimators=TREES, max_depth=DEPTH, learning_rate=LEARNING_RATE, subsample=0.8, random_state=0
+    )
+    return model.fit(x, y, sample_weight=weights)
+
+
+def contradiction_rows(rows: Sequence[Row]) -> np.ndarray:
+    """Where P(contradictory) is fitted and its precision measured: three-way NLI pairs, and
+    the battery's supported rows as further negatives (its unsupported rows may or may not
+    be contradicted: no label)."""
+    return np.asarray([r.split == "train" and (r.dataset not in BATTERY_SETS or r.gold == "attributable") for r in rows])
+
+
+def fit(rows: Sequence[Row], names: Sequence[str]) -> Fitted:
+    """Both ensembles on ``rows`` (fitting rows only; the caller leaves test rows out)."""
     x = matrix(rows, names)
-    means, scales = x.mean(axis=0), x.std(axis=0)
-    scales[scales < 1e-6] = 1.0
-    z = (x - means) / scales
     gold_a = np.asarray([r.gold == "attributable" for r in rows])
-    attributable = LogisticRegression(C=c, max_iter=2000).fit(z, gold_a, sample_weight=_sample_weights(rows, gold_a))
-    three_way = np.asarray([r.split == "train" and (r.dataset not in BATTERY_SETS or r.gold == "attributable") for r in rows])
+    attributable = _boosted(x, gold_a, _sample_weights(rows, gold_a))
+    three_way = contradiction_rows(rows)
     gold_c = np.asarray([r.gold == "contradictory" for r in rows])
     contradictory = None  # no three-way rows with both classes (a fold without them): never contradictory
     if len(set(gold_c[three_way].tolist())) == 2:
         subset = [r for r, t in zip(rows, three_way, strict=True) if t]
-        contradictory = LogisticRegression(C=c, max_iter=2000).fit(
-            z[three_way], gold_c[three_way], sample_weight=_sample_weights(subset, gold_c[three_way])
-        )
-    return Fitted(list(names), means, scales, attributable, contradictory)
+        contradictory = _boosted(x[three_way], gold_c[three_way], _sample_weights(subset, gold_c[three_way]))
+    return Fitted(list(names), attributable, contradictory)
 
 
 def mean_balanced_accuracy(rows: Sequence[Row], p: np.ndarray, threshold: float) -> float:
@@ -249,7 +263,7 @@ def thresholds(rows: Sequence[Row], names: Sequence[str]) -> dict[str, float]:
     """The three cut-offs, on out-of-fold predictions of the fitting rows."""
     p_a, p_c = out_of_fold(rows, names)
     gold_a = np.asarray([r.gold == "attributable" for r in rows])
-    three_way = np.asarray([r.split == "train" and (r.dataset not in BATTERY_SETS or r.gold == "attributable") for r in rows])
+    three_way = contradiction_rows(rows)
     gold_c = np.asarray([r.gold == "contradictory" for r in rows])
     contradictory = precision_threshold(gold_c[three_way], p_c[three_way])
     chosen = p_c[three_way] >= contradictory
@@ -267,20 +281,33 @@ def thresholds(rows: Sequence[Row], names: Sequence[str]) -> dict[str, float]:
     }
 
 
-def to_weights(model: Fitted, cuts: dict[str, float], fitted_on: str, metrics: dict[str, float]) -> CombinerWeights:
-    def logistic(lr: Any) -> LogisticWeights:
-        if lr is None:
-            raise ValueError("no contradictions among the fitting rows: the combiner needs three-way pairs")
-        return LogisticWeights(
-            intercept=round(float(lr.intercept_[0]), 6),
-            weights={n: round(float(w), 6) for n, w in zip(model.names, lr.coef_[0], strict=True) if abs(w) > 1e-9},
+def _ensemble(model: Any, names: Sequence[str]) -> TreeEnsemble:
+    """A fitted scikit-learn ensemble as numbers: its initial raw score and every tree, the
+    learning rate folded into the leaf values."""
+    trees = []
+    for estimator in model.estimators_[:, 0]:
+        t = estimator.tree_
+        leaf = t.children_left == -1
+        trees.append(
+            Tree(
+                feature=[None if leaf[i] else names[int(t.feature[i])] for i in range(t.node_count)],
+                threshold=[0.0 if leaf[i] else float(t.threshold[i]) for i in range(t.node_count)],
+                left=[int(v) for v in t.children_left], right=[int(v) for v in t.children_right],
+                value=[round(float(t.value[i].ravel()[0]) * model.learning_rate, 8) if leaf[i] else 0.0 for i in range(t.node_count)],
+            )  # fmt: skip
         )
+    probe = np.zeros((1, len(names)))
+    leaves = sum(float(e.predict(probe)[0]) for e in model.estimators_[:, 0]) * model.learning_rate
+    return TreeEnsemble(init=round(float(model.decision_function(probe)[0]) - leaves, 8), trees=trees)
 
+
+def to_weights(model: Fitted, cuts: dict[str, float], fitted_on: str, metrics: dict[str, float]) -> CombinerWeights:
+    if model.contradictory is None:
+        raise ValueError("no contradictions among the fitting rows: the combiner needs three-way pairs")
     return CombinerWeights(
-        means={n: round(float(m), 6) for n, m in zip(model.names, model.means, strict=True)},
-        scales={n: round(float(s), 6) for n, s in zip(model.names, model.scales, strict=True)},
-        attributable=logistic(model.attributable),
-        contradictory=logistic(model.contradictory),
+        features=list(model.names),
+        attributable=_ensemble(model.attributable, model.names),
+        contradictory=_ensemble(model.contradictory, model.names),
         attributable_threshold=round(cuts["attributable"], 4),
         contradictory_threshold=round(cuts["contradictory"], 4),
         edit_threshold=round(cuts["edit"], 4),

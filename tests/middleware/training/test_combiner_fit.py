@@ -40,8 +40,9 @@ def test_weights_round_trip_into_the_run_time_combiner() -> None:
     expected_a, expected_c = model.p_attributable(x), model.p_contradictory(x)
     got_a = [combiner.p_attributable(r.features) for r in rows[:20]]
     got_c = [combiner.p_contradictory(r.features) for r in rows[:20]]
-    assert np.allclose(got_a, expected_a, atol=1e-4) and np.allclose(got_c, expected_c, atol=1e-4)
-    assert abs(weights.attributable.weights["signal"]) > abs(weights.attributable.weights.get("noise", 0.0))
+    assert np.allclose(got_a, expected_a, atol=1e-6) and np.allclose(got_c, expected_c, atol=1e-6)
+    used = [f for tree in weights.attributable.trees for f in tree.feature if f]
+    assert used.count("signal") > used.count("noise")
 
 
 def test_precision_threshold() -> None:

@@ -14,31 +14,34 @@ from middleware.pipeline.verifiers.combiner import Combiner
 from middleware.pipeline.verifiers.features import FEATURES
 from middleware.pipeline.verifiers.slots_verifier import RULES
 from middleware.settings import load_settings
-from onnx_models.manifest import CombinerWeights, LogisticWeights
+from onnx_models.manifest import CombinerWeights, Tree, TreeEnsemble
 from tests.support.pipeline_doubles import HashingEmbedder, RulePairScorer
 
 TOWER = "The Eiffel Tower is 330 metres tall and was completed in 1889."
 
 
-def _weights(attr: dict[str, float], contra: dict[str, float], **cuts: float) -> CombinerWeights:
-    names = set(attr) | set(contra)
+def _stump(feature: str, threshold: float, low: float, high: float) -> Tree:
+    """One question: ``low`` where the feature is at most ``threshold``, else ``high``."""
+    return Tree(feature=[feature, None, None], threshold=[threshold, 0.0, 0.0], left=[1, -1, -1], right=[2, -1, -1],
+                value=[0.0, low, high])  # fmt: skip
+
+
+def _weights(attr: list[Tree], contra: list[Tree], **cuts: float) -> CombinerWeights:
     return CombinerWeights(
-        means={n: 0.0 for n in names}, scales={n: 1.0 for n in names},
-        attributable=LogisticWeights(intercept=0.0, weights=attr),
-        contradictory=LogisticWeights(intercept=-1.0, weights=contra),
+        features=sorted({f for t in attr + contra for f in t.feature if f}),
+        attributable=TreeEnsemble(init=0.0, trees=attr), contradictory=TreeEnsemble(init=-1.0, trees=contra),
         attributable_threshold=cuts.get("attributable", 0.5), contradictory_threshold=cuts.get("contradictory", 0.9),
         edit_threshold=cuts.get("edit", 0.8), fitted_on="test",
     )  # fmt: skip
 
 
-def test_combiner_is_a_standardised_logistic_regression() -> None:
-    weights = _weights({"a": 2.0, "b": -1.0}, {"a": 0.5})
-    weights.means["a"], weights.scales["a"] = 1.0, 2.0
-    combiner = Combiner(weights)
-    assert combiner.p_attributable({"a": 3.0, "b": 1.0}) == pytest.approx(1 / (1 + math.exp(-(2.0 * 1.0 - 1.0))))
-    assert combiner.p_contradictory({"a": 1.0}) == pytest.approx(1 / (1 + math.exp(1.0)))
-    # a feature the reading lacks counts as its mean
-    assert combiner.p_attributable({}) == pytest.approx(0.5)
+def test_combiner_walks_its_trees() -> None:
+    combiner = Combiner(_weights([_stump("a", 1.0, -1.0, 2.0), _stump("b", 0.0, 0.5, -0.5)], [_stump("a", 1.0, 0.0, 3.0)]))
+    assert combiner.p_attributable({"a": 3.0, "b": 1.0}) == pytest.approx(1 / (1 + math.exp(-(2.0 - 0.5))))
+    assert combiner.p_attributable({"a": 1.0, "b": -1.0}) == pytest.approx(1 / (1 + math.exp(-(-1.0 + 0.5))))
+    assert combiner.p_contradictory({"a": 2.0}) == pytest.approx(1 / (1 + math.exp(-2.0)))
+    # a feature the reading lacks reads 0 (a rule that did not fire)
+    assert combiner.p_attributable({}) == pytest.approx(1 / (1 + math.exp(-(-1.0 + 0.5))))
 
 
 def _hybrid(combiner: Combiner | None, probs: list[float]) -> HybridVerifier:
@@ -50,17 +53,17 @@ async def test_learned_decision_follows_the_thresholds_not_the_hand_cut_offs() -
     # NLI confident and slots agree: the hand cut-offs say attributable
     assert (await _hybrid(None, [0.9, 0.05, 0.05]).verify(claim, evidence)).label == "attributable"
     # a combiner that reads only the focus entailment, with a threshold above it: not attributable
-    strict = Combiner(_weights({"focus_entail": 1.0}, {"focus_contra": 1.0}, attributable=0.99))
+    strict = Combiner(_weights([_stump("focus_entail", 0.0, -1.0, 1.0)], [_stump("focus_contra", 0.0, 0.0, 1.0)], attributable=0.99))
     verdict = await _hybrid(strict, [0.9, 0.05, 0.05]).verify(claim, evidence)
     assert verdict.label == "extrapolatory" and "P(attributable)=" in (verdict.reason or "")
-    assert verdict.scores["attributable"] == pytest.approx(1 / (1 + math.exp(-math.log(0.9 / 0.1))), abs=1e-3)
-    lenient = Combiner(_weights({"focus_entail": 1.0}, {"focus_contra": 1.0}, attributable=0.5))
+    assert verdict.scores["attributable"] == pytest.approx(1 / (1 + math.exp(-1.0)), abs=1e-3)  # focus_entail logit(0.9) > 0
+    lenient = Combiner(_weights([_stump("focus_entail", 0.0, -1.0, 1.0)], [_stump("focus_contra", 0.0, 0.0, 1.0)], attributable=0.5))
     assert (await _hybrid(lenient, [0.9, 0.05, 0.05]).verify(claim, evidence)).label == "attributable"
 
 
 async def test_learned_contradiction_keeps_the_slots_mismatch_for_editing() -> None:
     claim, evidence = "The Eiffel Tower is 300 metres tall.", passages_from_texts([TOWER])
-    combiner = Combiner(_weights({"focus_entail": 1.0}, {"rule:value_in_event": 10.0}, contradictory=0.9))
+    combiner = Combiner(_weights([_stump("focus_entail", 0.0, -1.0, 1.0)], [_stump("rule:value_in_event", 0.5, -5.0, 10.0)], contradictory=0.9))
     verdict = await _hybrid(combiner, [0.85, 0.1, 0.05]).verify(claim, evidence)
     assert verdict.label == "contradictory" and verdict.replacement == "330 metres"
     assert [r.name for r in verdict.rules] == ["value_in_event"] and verdict.rules[0].span == (20, 30)
