@@ -287,13 +287,15 @@ async def ablate(
     log: Callable[[str], None] | None = None,
 ) -> dict[str, dict[str, Any]]:  # fmt: skip
     """Each rule of the slots verifier switched off alone, and the hand cut-offs in place of
-    the learned decision: the change of every set's balanced accuracy and of the mean (with
-    its paired bootstrap interval) against ``base``."""
+    the learned decision: the change of each battery set's balanced accuracy and of the
+    battery mean (with its paired bootstrap interval) against ``base``. Only the battery's
+    sets are rescored: they are what a rule must answer to."""
     from middleware.pipeline.verifiers import HybridVerifier
     from middleware.pipeline.verifiers.slots_verifier import RULES
 
     if not isinstance(verifier, HybridVerifier):
         raise ValueError("--ablate needs the hybrid verifier (its rules and its decision)")
+    samples = {k: v for k, v in samples.items() if k in BATTERY_SETS}
     _hold_caches(verifier, sum(len(v) for v in samples.values()))
     disabled, combiner = verifier.slots.disabled, verifier.combiner
     variants: dict[str, Callable[[], None]] = {
@@ -308,13 +310,16 @@ async def ablate(
             other = await score_sets(verifier, samples)
         finally:
             verifier.slots.disabled, verifier.combiner = disabled, combiner
-        battery_sets = {k: v for k, v in base.items() if k in BATTERY_SETS}
-        point, low, high = paired_bootstrap(battery_sets, {k: other[k] for k in battery_sets})
+        battery_sets = {k: base[k] for k in samples}
+        point, low, high = paired_bootstrap(battery_sets, other)
         out[name] = {
             "battery_mean_change": point, "interval": [low, high],
-            "fired": sum(1 for s in base.values() for r in s.rules if name in r),
-            "sets": {k: round(other[k].metrics()["balanced_accuracy"] - base[k].metrics()["balanced_accuracy"], 1) for k in base},
-        }  # fmt: skip
+            "fired": sum(1 for s in battery_sets.values() for r in s.rules if name in r),
+            "sets": {
+                k: round(other[k].metrics()["balanced_accuracy"] - base[k].metrics()["balanced_accuracy"], 1)
+                for k in samples
+            },
+        }
         if log is not None:
             log(f"without {name}: {out[name]}")
     return out
