@@ -7,7 +7,8 @@
 #    which buildah 1.28 needs spelled out to resolve `FROM base-${VARIANT}`);
 #  - `buildah bud --isolation chroot` builds it; RUN steps reach the package index through
 #    this machine's pip configuration (index, extra indexes, find-links, CA bundle), bind-
-#    mounted for the build only: nothing of it is written into the repo or the image;
+#    mounted for the build only: none of it is written into the repo, and the image keeps
+#    only the two mount points, empty;
 #  - `buildah run --isolation chroot` (podman run is refused here: no setrlimit) runs the
 #    image's entrypoint with the proxy service's environment and command as compose resolves
 #    them (podman-compose 1.6.0 from PyPI, `config`), on a free loopback port, the models and
@@ -49,18 +50,19 @@ log "$(buildah --version), $(podman --version), mmdebstrap $(mmdebstrap --versio
 mkdir -p "$WORK"
 STORE=(--root "$WORK/storage" --runroot "$WORK/run")
 server_pid=""
-container=""
+wipe_storage() {
+  buildah "${STORE[@]}" rm --all >/dev/null 2>&1 || true
+  buildah "${STORE[@]}" rmi --all --force >/dev/null 2>&1 || true
+  rm -rf "$WORK/storage" "$WORK/run" "$WORK/build" "$WORK/rootfs.tar" 2>/dev/null || true
+}
+wipe_storage  # what an interrupted run left
 cleanup() {
   if [ -n "$server_pid" ] && kill -0 "$server_pid" 2>/dev/null; then
     kill -TERM -- "-$server_pid" 2>/dev/null || true
     sleep 3
     kill -KILL -- "-$server_pid" 2>/dev/null || true
   fi
-  if [ "${FACTCHECK_IMAGE_KEEP:-0}" != 1 ]; then
-    [ -n "$container" ] && buildah "${STORE[@]}" rm "$container" >/dev/null 2>&1 || true
-    buildah "${STORE[@]}" rmi --all --force >/dev/null 2>&1 || true
-    rm -rf "$WORK/storage" "$WORK/run" "$WORK/build" "$WORK/data" "$WORK/rootfs.tar" 2>/dev/null || true
-  fi
+  if [ "${FACTCHECK_IMAGE_KEEP:-0}" != 1 ]; then wipe_storage; fi
 }
 trap cleanup EXIT
 
