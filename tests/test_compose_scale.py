@@ -86,11 +86,14 @@ def test_the_ray_nodes_form_one_cluster_with_the_ray_extra() -> None:
     assert f"ray start --address=ray-head:{gcs_port.group(1)}" in worker and "--block" in worker
     extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
     assert any(dep.startswith("ray[serve]==") for dep in extras["ray"])
+    # the Ray nodes' image is the Dockerfile's stage `ray`: the proxy's image plus the extra
+    stage = (ROOT / "Dockerfile").read_text().split("FROM runtime AS ray\n")[1].split("\nFROM ")[0]
+    assert re.search(r'pip install .*"\.\[[a-z,]*\bray\b[a-z,]*\]"', stage)
+    assert re.search(r"^ENTRYPOINT \[\]$", stage, re.M)  # the services' commands are whole command lines
     for name in ("ray-head", "ray-worker"):
-        dockerfile = SERVICES[name]["build"]["dockerfile_inline"]
-        assert 'pip install ".[ray]"' in dockerfile and SERVICES[name]["image"] == SERVICES["ray-head"]["image"]
+        assert SERVICES[name]["build"]["target"] == "ray" and SERVICES[name]["image"] == SERVICES["ray-head"]["image"]
         # the worker joins with the cluster token the head writes to ~/.ray (HOME is /data)
-        assert "factcheck-ray-auth:/data/.ray" in SERVICES[name]["volumes"] and "/data/.ray" in dockerfile
+        assert "factcheck-ray-auth:/data/.ray" in SERVICES[name]["volumes"] and "/data/.ray" in stage
     assert "factcheck-ray-auth" in COMPOSE["volumes"]
 
 
