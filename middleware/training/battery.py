@@ -166,6 +166,7 @@ class Scored:
         if any(i.gold == "contradictory" for i in self.items):
             flagged = [i.gold == "contradictory" for i, x in zip(self.items, self.labels, strict=True) if x == "contradictory"]
             out["contradiction_precision"] = round(100 * float(np.mean(flagged)), 1) if flagged else None
+            out["contradiction_recall"] = round(100 * sum(flagged) / sum(i.gold == "contradictory" for i in self.items), 1)
             out["contradictions_flagged"] = len(flagged)
         return out
 
@@ -287,15 +288,14 @@ async def ablate(
     log: Callable[[str], None] | None = None,
 ) -> dict[str, dict[str, Any]]:  # fmt: skip
     """Each rule of the slots verifier switched off alone, and the hand cut-offs in place of
-    the learned decision: the change of each battery set's balanced accuracy and of the
-    battery mean (with its paired bootstrap interval) against ``base``. Only the battery's
-    sets are rescored: they are what a rule must answer to."""
+    the learned decision: the change of each set's balanced accuracy, of the battery mean
+    (with its paired bootstrap interval, where battery sets are scored) and of contradiction
+    precision and recall where gold has contradictions (FEVER-Symmetric), against ``base``."""
     from middleware.pipeline.verifiers import HybridVerifier
     from middleware.pipeline.verifiers.slots_verifier import RULES
 
     if not isinstance(verifier, HybridVerifier):
         raise ValueError("--ablate needs the hybrid verifier (its rules and its decision)")
-    samples = {k: v for k, v in samples.items() if k in BATTERY_SETS}
     _hold_caches(verifier, sum(len(v) for v in samples.values()))
     disabled, combiner = verifier.slots.disabled, verifier.combiner
     variants: dict[str, Callable[[], None]] = {
@@ -310,16 +310,20 @@ async def ablate(
             other = await score_sets(verifier, samples)
         finally:
             verifier.slots.disabled, verifier.combiner = disabled, combiner
-        battery_sets = {k: base[k] for k in samples}
-        point, low, high = paired_bootstrap(battery_sets, other)
+        battery_sets = {k: base[k] for k in samples if k in BATTERY_SETS}
+        point, low, high = paired_bootstrap(battery_sets, other) if battery_sets else (0.0, 0.0, 0.0)
         out[name] = {
             "battery_mean_change": point, "interval": [low, high],
-            "fired": sum(1 for s in battery_sets.values() for r in s.rules if name in r),
+            "fired": sum(1 for s in base.values() for r in s.rules if name in r),
             "sets": {
                 k: round(other[k].metrics()["balanced_accuracy"] - base[k].metrics()["balanced_accuracy"], 1)
                 for k in samples
             },
-        }
+            "contradictions": {
+                k: {m: [base[k].metrics().get(m), other[k].metrics().get(m)] for m in ("contradiction_precision", "contradiction_recall")}
+                for k in samples if any(i.gold == "contradictory" for i in samples[k])
+            },
+        }  # fmt: skip
         if log is not None:
             log(f"without {name}: {out[name]}")
     return out
@@ -335,5 +339,10 @@ def render_ablation(rows: dict[str, dict[str, Any]]) -> str:
         lines.append(
             f"{name:<22}{r['fired']:>6}{r['battery_mean_change']:>10.2f}{f'[{low:.2f}, {high:.2f}]':>17}"
             + "".join(f"{r['sets'][s]:>11.1f}" for s in sets)
+            + "".join(
+                f"   {k} contradiction P {c['contradiction_precision'][0]} -> {c['contradiction_precision'][1]}, "
+                f"R {c['contradiction_recall'][0]} -> {c['contradiction_recall'][1]}"
+                for k, c in r.get("contradictions", {}).items()
+            )
         )
     return "\n".join(lines)

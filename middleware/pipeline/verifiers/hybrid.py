@@ -22,8 +22,10 @@ gloss over.
 These hand cut-offs decide only where the NLI model's manifest carries no learned decision.
 With one (``decision.combiner``, ``factcheck fit-combiner``), a calibrated combiner reads every
 signal above as a named feature (``features.py``) and decides: contradictory where
-P(contradictory) reaches its high-precision threshold, attributable where P(attributable)
-reaches its balanced-accuracy optimum, else extrapolatory. The slots verifier's findings still
+P(contradictory) reaches its high-precision threshold, or where the slots rules locate a
+contradiction and P(attributable) stays below its threshold (the combiner vetoes the rules
+where it finds the claim supported); attributable where P(attributable) reaches its
+balanced-accuracy optimum; else extrapolatory. The slots verifier's findings still
 say where and what (span, mismatches, the evidence's replacement) for tagging and editing.
 """
 
@@ -159,7 +161,11 @@ class HybridVerifier:
         )
         slots, nli = reading.slots, reading.nli
         detail = f"P(attributable)={p_attr:.2f}, P(contradictory)={p_contra:.2f}"
-        if p_contra >= combiner.contradictory_threshold:
+        # a contradiction the slots rules locate (a value, a role, a verb) stands where the
+        # combiner does not find the claim supported: on third-party text these rules also fire
+        # on sentences people judged supported, and the combiner's support vetoes them there
+        located = slots.label == "contradictory" and any(m.kind in _DECISIVE for m in slots.mismatches)
+        if p_contra >= combiner.contradictory_threshold or (located and p_attr < combiner.attributable_threshold):
             lead = slots if slots.label == "contradictory" else self.nli.contradiction_verdict(reading.assessment)
             label, reason = "contradictory", f"{lead.reason or 'the evidence contradicts the claim'} ({detail})"
         elif p_attr >= combiner.attributable_threshold:

@@ -93,3 +93,13 @@ async def test_every_feature_is_read_and_rules_are_named_features() -> None:
     assert set(FEATURES) <= set(reading.features)
     assert all(math.isfinite(v) for v in reading.features.values())
     assert reading.features["rule:value_in_event"] == 1.0 and set(RULES) >= {"value_in_event"}
+
+
+async def test_a_located_contradiction_stands_unless_the_combiner_finds_support() -> None:
+    claim, evidence = "The Eiffel Tower is 300 metres tall.", passages_from_texts([TOWER])
+    never = [_stump("focus_contra", 100.0, -5.0, -5.0)]  # P(contradictory) ~ 0: only the rules can say it
+    unsure = Combiner(_weights([_stump("focus_entail", 100.0, -1.0, -1.0)], never, attributable=0.5))
+    verdict = await _hybrid(unsure, [0.85, 0.1, 0.05]).verify(claim, evidence)
+    assert verdict.label == "contradictory" and verdict.replacement == "330 metres"
+    convinced = Combiner(_weights([_stump("focus_entail", 100.0, 3.0, 3.0)], never, attributable=0.5))
+    assert (await _hybrid(convinced, [0.85, 0.1, 0.05]).verify(claim, evidence)).label == "attributable"
