@@ -1,4 +1,11 @@
-"""Client for the upstream LLM: any OpenAI-compatible base URL, over one aiohttp session."""
+"""Client for the upstream LLM: any OpenAI-compatible base URL, over one session of the guarded
+outbound client (``adapters.http``: no redirect followed, no proxy from the environment unless
+``outbound.trust_env``, capped headers and bodies).
+
+Nothing secret goes back to the client: an upstream's error body (a misconfigured gateway may
+echo the Authorization header it received) and any streamed bytes have every configured key
+cut out (``middleware.redaction.redact``), the key this request sent included; a failure to
+connect is described without the upstream's address."""
 
 from __future__ import annotations
 
@@ -10,7 +17,9 @@ from typing import Any
 
 import aiohttp
 
+from adapters.http import MAX_ERROR_BODY_BYTES, OutboundClient, RedirectRefused, failure_reason, read_capped
 from middleware.errors import UpstreamError
+from middleware.redaction import SECRETS, bearer_token, redact, register_secrets
 from middleware.settings import UpstreamSettings
 from middleware.sse import DEFAULT_MAX_EVENT_BYTES, EventTooLarge, SSEEvent, SSEParser
 
@@ -18,6 +27,7 @@ log = logging.getLogger(__name__)
 
 # Client headers passed on to the upstream (Authorization only when no upstream key is set).
 _FORWARDED_HEADERS = ("authorization", "openai-organization", "openai-project", "x-request-id")
+DEFAULT_MAX_RESPONSE_BYTES = 32 * 1024 * 1024
 
 
 @dataclass
@@ -28,14 +38,17 @@ class UpstreamStream:
     max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES
 
     async def chunks(self) -> AsyncIterator[bytes]:
-        """The body's bytes as they arrive, one item per socket read (off mode's byte pipe)."""
+        """The body's bytes as they arrive, one item per socket read (off mode's byte pipe),
+        with any configured key in a read cut out."""
         try:
             async for chunk in self.response.content.iter_any():
-                yield chunk
+                yield SECRETS.data(chunk) if SECRETS and SECRETS.found_in(chunk) else chunk
         except TimeoutError as exc:
             raise UpstreamError("upstream stopped sending (read timeout)", 504, kind="timeout") from exc
         except aiohttp.ClientError as exc:
-            raise UpstreamError(f"upstream connection failed mid-stream: {exc}", 502, kind="disconnect") from exc
+            log.warning("upstream connection failed mid-stream: %r", exc)
+            raise UpstreamError(f"upstream connection failed mid-stream: {failure_reason(exc)}", 502,
+                                kind="disconnect") from exc
 
     async def events(self) -> AsyncIterator[SSEEvent]:
         parser = SSEParser(self.max_event_bytes)
@@ -54,24 +67,22 @@ class UpstreamStream:
 
 
 class UpstreamClient:
-    def __init__(self, settings: UpstreamSettings) -> None:
+    def __init__(self, settings: UpstreamSettings, *, trust_env: bool = False,
+                 max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES) -> None:
         self.settings = settings
         self.base_url = settings.url.rstrip("/")
-        self._session: aiohttp.ClientSession | None = None
+        self.max_response_bytes = max_response_bytes
+        register_secrets(settings.api_key)
+        timeout = aiohttp.ClientTimeout(total=None, connect=settings.connect_timeout_s, sock_read=settings.read_timeout_s)
+        # no guard and no redirects: the upstream is the operator's, and every request carries a key
+        self.client = OutboundClient(timeout=timeout, trust_env=trust_env, limit=0, ttl_dns_cache=300)
 
     @property
     def session(self) -> aiohttp.ClientSession:
-        if self._session is None or self._session.closed:
-            timeout = aiohttp.ClientTimeout(
-                total=None, connect=self.settings.connect_timeout_s, sock_read=self.settings.read_timeout_s
-            )
-            connector = aiohttp.TCPConnector(limit=0, ttl_dns_cache=300)
-            self._session = aiohttp.ClientSession(timeout=timeout, connector=connector, auto_decompress=True)
-        return self._session
+        return self.client.session
 
     async def close(self) -> None:
-        if self._session is not None:
-            await self._session.close()
+        await self.client.close()
 
     def headers(self, client_headers: Mapping[str, str]) -> dict[str, str]:
         out = {"Content-Type": "application/json"}
@@ -82,21 +93,43 @@ class UpstreamClient:
             out["Authorization"] = f"Bearer {self.settings.api_key.get_secret_value()}"
         return out
 
-    async def _post(self, path: str, body: dict[str, Any], headers: dict[str, str]) -> aiohttp.ClientResponse:
-        try:  # a redirect is not followed: it could point anywhere, loopback included
-            response = await self.session.post(
-                f"{self.base_url}{path}", data=json.dumps(body), headers=headers, allow_redirects=False
-            )
+    async def _send(self, method: str, path: str, headers: dict[str, str], **kwargs: Any) -> aiohttp.ClientResponse:
+        """The upstream's answer to a request (an error status raises ``UpstreamError``). A
+        redirect is never followed: it could point anywhere, loopback included, and would
+        carry the key there."""
+        try:
+            response = await self.client.send(method, f"{self.base_url}{path}", headers=headers, credentials=True,
+                                              **kwargs)
+        except RedirectRefused as exc:
+            raise _redirect_error(exc.status) from exc
         except TimeoutError as exc:
             raise UpstreamError("upstream did not answer in time", 504, kind="timeout") from exc
         except aiohttp.ClientError as exc:
-            raise UpstreamError(f"cannot reach upstream: {exc}", 502, kind="connect") from exc
+            log.warning("cannot reach the upstream at %s: %s", self.base_url, exc)  # the address stays here
+            raise UpstreamError(f"cannot reach upstream: {failure_reason(exc)}", 502, kind="connect") from exc
         if 300 <= response.status < 400:
             response.release()
             raise _redirect_error(response.status)
         if response.status >= 400:
-            raise await _error_from_response(response)
+            raise await _error_from_response(response, bearer_token(headers))
         return response
+
+    async def _post(self, path: str, body: dict[str, Any], headers: dict[str, str]) -> aiohttp.ClientResponse:
+        return await self._send("POST", path, headers, data=json.dumps(body))
+
+    async def _read(self, response: aiohttp.ClientResponse) -> bytes:
+        """A whole non-streamed answer, capped, with every configured key cut out."""
+        try:
+            raw, truncated = await read_capped(response, self.max_response_bytes)
+        except (TimeoutError, aiohttp.ClientError) as exc:
+            raise UpstreamError(f"upstream failed while sending its answer: {failure_reason(exc)}", 502,
+                                kind="disconnect") from exc
+        finally:
+            response.release()
+        if truncated:
+            raise UpstreamError(f"upstream answer larger than {self.max_response_bytes} bytes "
+                                "(outbound.max_response_bytes)", 502, kind="too_large")
+        return SECRETS.data(raw) if SECRETS and SECRETS.found_in(raw) else raw
 
     async def open_stream(self, body: dict[str, Any], client_headers: Mapping[str, str]) -> UpstreamStream:
         response = await self._post("/chat/completions", body, self.headers(client_headers))
@@ -105,12 +138,7 @@ class UpstreamClient:
     async def complete(self, body: dict[str, Any], client_headers: Mapping[str, str]) -> tuple[bytes, dict[str, Any]]:
         """A non-stream completion: the raw body and its decoded JSON."""
         response = await self._post("/chat/completions", body, self.headers(client_headers))
-        try:
-            raw = await response.read()
-        except (TimeoutError, aiohttp.ClientError) as exc:
-            raise UpstreamError(f"upstream failed while sending its answer: {exc}", 502, kind="disconnect") from exc
-        finally:
-            response.release()
+        raw = await self._read(response)
         try:
             data = json.loads(raw)
         except ValueError as exc:
@@ -123,23 +151,9 @@ class UpstreamClient:
         """Forward a GET (e.g. /models): status, body and content type. Redirects are not
         followed; an error status raises ``UpstreamError`` (its body summarised unless it is
         an OpenAI-style error)."""
-        try:
-            resp = await self.session.get(
-                f"{self.base_url}{path}", headers=self.headers(client_headers), allow_redirects=False
-            )
-        except (TimeoutError, aiohttp.ClientError) as exc:
-            raise UpstreamError(f"cannot reach upstream: {exc}", 502, kind="connect") from exc
-        if 300 <= resp.status < 400:
-            resp.release()
-            raise _redirect_error(resp.status)
-        if resp.status >= 400:
-            raise await _error_from_response(resp)
-        try:
-            return resp.status, await resp.read(), resp.headers.get("Content-Type", "application/json")
-        except (TimeoutError, aiohttp.ClientError) as exc:
-            raise UpstreamError(f"upstream failed while sending its answer: {exc}", 502, kind="disconnect") from exc
-        finally:
-            resp.release()
+        resp = await self._send("GET", path, self.headers(client_headers))
+        content_type = resp.headers.get("Content-Type", "application/json")
+        return resp.status, await self._read(resp), content_type
 
 
 def event_too_large(exc: EventTooLarge) -> UpstreamError:
@@ -153,9 +167,14 @@ def _redirect_error(status: int) -> UpstreamError:
     )
 
 
-async def _error_from_response(response: aiohttp.ClientResponse) -> UpstreamError:
+async def _error_from_response(response: aiohttp.ClientResponse, sent_key: str | None = None) -> UpstreamError:
+    """The ``UpstreamError`` of an error status: an OpenAI-style error body passed on with
+    every configured key and ``sent_key`` (the credential this request carried) cut out;
+    anything else summarised."""
     try:
-        raw = await response.read()
+        raw, _ = await read_capped(response, MAX_ERROR_BODY_BYTES)
+    except (TimeoutError, aiohttp.ClientError):
+        raw = b""
     finally:
         response.release()
     body: Any = None
@@ -165,6 +184,7 @@ async def _error_from_response(response: aiohttp.ClientResponse) -> UpstreamErro
     except ValueError:
         pass
     if isinstance(body, dict) and isinstance(body.get("error"), dict):
+        body = redact(body, [sent_key])
         message = str(body["error"].get("message") or message)
     else:  # not an OpenAI error: summarised, never echoed (it may be a proxy's page or a traceback)
         body = None
