@@ -1,14 +1,18 @@
 """A logging fake DNS server for the no-phone-home test: every name asked (UDP or TCP, port
 53 on 127.0.0.1 of a fresh network namespace) is written to the log, one ``name qtype`` a
 line, and answered NXDOMAIN. Run as ``python -m tests.support.fake_dns LOG``; prints
-``ready`` once it listens."""
+``ready`` once it listens. It brings the namespace's loopback interface up itself (no need
+for iproute2's ``ip``)."""
 
 from __future__ import annotations
 
+import fcntl
 import socket
 import struct
 import sys
 import threading
+
+_SIOCGIFFLAGS, _SIOCSIFFLAGS, _IFF_UP = 0x8913, 0x8914, 0x1
 
 
 def question(query: bytes) -> tuple[str, int, int]:
@@ -29,7 +33,16 @@ def nxdomain(query: bytes, log: object) -> bytes:
     return query[:2] + struct.pack(">HHHHH", 0x8183, 1, 0, 0, 0) + query[12:end]
 
 
+def loopback_up() -> None:
+    """``ip link set lo up``, by ioctl: a fresh network namespace starts with it down."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+        request = struct.pack("16sH14s", b"lo", 0, bytes(14))
+        flags = struct.unpack("16sH14s", fcntl.ioctl(sock, _SIOCGIFFLAGS, request))[1]
+        fcntl.ioctl(sock, _SIOCSIFFLAGS, struct.pack("16sH14s", b"lo", flags | _IFF_UP, bytes(14)))
+
+
 def serve(log_path: str) -> None:
+    loopback_up()
     log = open(log_path, "a", buffering=1, encoding="utf-8")  # noqa: SIM115 - lives as long as the process
     udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     udp.bind(("127.0.0.1", 53))
