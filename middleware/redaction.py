@@ -42,7 +42,7 @@ class Redactor:
     the compiled patterns of the moment."""
 
     def __init__(self, secrets: Iterable[str | SecretStr | None] = ()) -> None:
-        self._secrets: set[str] = set()
+        self._secrets: frozenset[str] = frozenset()  # replaced whole, never changed in place
         self._lock = threading.Lock()
         self._text: re.Pattern[str] | None = None
         self._bytes: re.Pattern[bytes] | None = None
@@ -54,15 +54,19 @@ class Redactor:
     def __contains__(self, value: str) -> bool:
         return value in self._secrets
 
+    @property
+    def secrets(self) -> frozenset[str]:
+        return self._secrets
+
     def add(self, *secrets: str | SecretStr | None) -> None:
         new = {s for s in (_plain(s) for s in secrets) if s is not None and s not in self._secrets}
         if not new:
             return
         with self._lock:
-            self._secrets |= new
-            ordered = sorted(self._secrets, key=len, reverse=True)  # a key holding another goes first
+            ordered = sorted(self._secrets | new, key=len, reverse=True)  # a key holding another goes first
             self._text = re.compile("|".join(map(re.escape, ordered)))
             self._bytes = re.compile(b"|".join(re.escape(s.encode("utf-8")) for s in ordered))
+            self._secrets = frozenset(ordered)
 
     def text(self, value: str) -> str:
         pattern = self._text
@@ -115,7 +119,7 @@ def redact(value: T, extra: Iterable[str | SecretStr | None] = ()) -> T:
     extra = [s for s in extra if _plain(s) is not None]
     if extra:
         one_off = Redactor(extra)
-        one_off.add(*SECRETS._secrets)
+        one_off.add(*SECRETS.secrets)
         return one_off(value)
     return SECRETS(value)
 
