@@ -1,5 +1,7 @@
-"""A scripted OpenAI-compatible upstream: the built-in demo LLM, and the mock used by tests
-and load_tests/.
+"""A scripted upstream speaking chat completions (``POST /v1/chat/completions``), the OpenAI
+Responses API (``POST /v1/responses``) and the Anthropic Messages API (``POST /v1/messages``):
+the built-in demo LLM, and the mock used by tests and load_tests/. Each answer is scripted as
+chat chunks; the other two APIs get them translated (``middleware.translation``).
 
 What it answers, in order of precedence:
 1. a ``mock`` object in the request body (tests send it through the proxy, which forwards
@@ -28,6 +30,10 @@ from typing import Any
 
 import yaml
 from aiohttp import web
+
+from middleware.translation.completions import translate_answer
+from middleware.translation.requests import TO_CHAT
+from middleware.translation.streams import ChatToMessages, ChatToResponses, Writer, encode
 
 _TOKEN = re.compile(r"\s+\S{0,5}|\S{1,5}")
 MODEL_NAME = "factcheck-demo"
@@ -99,6 +105,8 @@ class DemoUpstream:
     def app(self) -> web.Application:
         app = web.Application()
         app.router.add_post("/v1/chat/completions", self.chat)
+        app.router.add_post("/v1/responses", self.responses)
+        app.router.add_post("/v1/messages", self.messages)
         app.router.add_get("/v1/models", self.models)
         return app
 
@@ -125,9 +133,22 @@ class DemoUpstream:
         )
 
     async def chat(self, request: web.Request) -> web.StreamResponse:
-        body = await request.json()
-        self.requests.append(body)
+        return await self._answer(request, "chat")
+
+    async def responses(self, request: web.Request) -> web.StreamResponse:
+        return await self._answer(request, "responses")
+
+    async def messages(self, request: web.Request) -> web.StreamResponse:
+        return await self._answer(request, "messages")
+
+    async def _answer(self, request: web.Request, api: str) -> web.StreamResponse:
+        """The scripted answer in ``api``: the request read as a chat body (its ``mock`` kept)."""
+        received = await request.json()
+        self.requests.append(received)
         self.headers.append(dict(request.headers))
+        body = TO_CHAT[api](received)
+        if "mock" in received:
+            body["mock"] = received["mock"]
         script = self.script_for(body)
         if script.headers_delay:
             await asyncio.sleep(script.headers_delay)
@@ -136,23 +157,35 @@ class DemoUpstream:
         if script.error_status and script.error_text is not None:
             return web.Response(status=script.error_status, text=script.error_text)
         if script.error_status:
+            message = f"scripted failure {script.error_status}"
+            error: dict[str, Any] = (
+                {"type": "error", "error": {"type": "api_error", "message": message}} if api == "messages"
+                else {"error": {"message": message, "type": "server_error", "param": None, "code": None}})
             return web.json_response(
-                {"error": {"message": f"scripted failure {script.error_status}", "type": "server_error",
-                           "param": None, "code": None}},
+                error,
                 status=script.error_status,
                 headers={"Retry-After": "1"} if script.error_status == 429 else None,
             )
         model = body.get("model") or MODEL_NAME
         if not body.get("stream"):
-            return web.json_response(_completion(script.text, model))
-        return await self._stream(request, body, script, model)
+            return web.json_response(translate_answer(_completion(script.text, model), "chat", api))
+        return await self._stream(request, body, script, model, api)
 
-    async def _stream(self, request: web.Request, body: dict[str, Any], script: Script, model: str) -> web.StreamResponse:
+    async def _stream(self, request: web.Request, body: dict[str, Any], script: Script, model: str,
+                      api: str = "chat") -> web.StreamResponse:
         response = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
         await response.prepare(request)
         chunk_id, created = f"chatcmpl-{uuid.uuid4().hex[:24]}", int(time.time())
 
+        writer: Writer | None = {"responses": ChatToResponses, "messages": ChatToMessages}.get(api, lambda: None)()
+
         async def send(payload: dict[str, Any] | str) -> None:
+            if writer is not None and payload == "[DONE]":  # the other API closes its answer its own way
+                await response.write(b"".join(encode(api, event) for event in writer.finish()))
+                return
+            if writer is not None and isinstance(payload, dict):  # the chunk as the other API's events
+                await response.write(b"".join(encode(api, event) for event in writer.feed(payload)))
+                return
             data = payload if isinstance(payload, str) else json.dumps(payload)
             await response.write(f"data: {data}\n\n".encode())
 

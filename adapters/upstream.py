@@ -1,11 +1,12 @@
-"""Client for the upstream LLM: any OpenAI-compatible base URL, over one session of the guarded
-outbound client (``adapters.http``: no redirect followed, no proxy from the environment unless
-``outbound.trust_env``, capped headers and bodies).
+"""Client for the upstream LLM, over one session of the guarded outbound client
+(``adapters.http``: no redirect followed, no proxy from the environment unless
+``outbound.trust_env``, capped headers and bodies): any base URL speaking chat completions, the
+OpenAI Responses API or the Anthropic Messages API (``upstream.api``).
 
 Nothing secret goes back to the client: an upstream's error body (a misconfigured gateway may
-echo the Authorization header it received) and any streamed bytes have every configured key
-cut out (``middleware.redaction.redact``), the key this request sent included; a failure to
-connect is described without the upstream's address."""
+echo the Authorization or x-api-key header it received) and any streamed bytes have every
+configured key cut out (``middleware.redaction.redact``), the key this request sent included; a
+failure to connect is described without the upstream's address."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ import aiohttp
 
 from adapters.http import MAX_ERROR_BODY_BYTES, OutboundClient, RedirectRefused, failure_reason, read_capped
 from middleware.errors import UpstreamError
-from middleware.redaction import SECRETS, bearer_token, redact, register_secrets
+from middleware.redaction import SECRETS, redact, register_secrets, sent_credentials
 from middleware.settings import UpstreamSettings
 from middleware.sse import DEFAULT_MAX_EVENT_BYTES, EventTooLarge, SSEEvent, SSEParser
 
@@ -28,6 +29,12 @@ log = logging.getLogger(__name__)
 # Client headers passed on to the upstream (Authorization only when no upstream key is set).
 _FORWARDED_HEADERS = ("authorization", "openai-organization", "openai-project", "x-request-id")
 DEFAULT_MAX_RESPONSE_BYTES = 32 * 1024 * 1024
+# More of them for an upstream speaking the Anthropic Messages API (x-api-key as Authorization is).
+_MESSAGES_HEADERS = ("x-api-key", "anthropic-version", "anthropic-beta")
+ANTHROPIC_VERSION = "2023-06-01"
+"""Sent to a Messages upstream when the client named no version (the API requires one)."""
+API_PATHS = {"chat": "/chat/completions", "responses": "/responses", "messages": "/messages"}
+"""Where each upstream API (``upstream.api``) answers, under the base URL."""
 
 
 @dataclass
@@ -71,27 +78,55 @@ class UpstreamClient:
                  max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES) -> None:
         self.settings = settings
         self.base_url = settings.url.rstrip("/")
+        self.path = API_PATHS[settings.api]
         self.max_response_bytes = max_response_bytes
         register_secrets(settings.api_key)
         timeout = aiohttp.ClientTimeout(total=None, connect=settings.connect_timeout_s, sock_read=settings.read_timeout_s)
         # no guard and no redirects: the upstream is the operator's, and every request carries a key
         self.client = OutboundClient(timeout=timeout, trust_env=trust_env, limit=0, ttl_dns_cache=300)
+        self._parent: UpstreamClient | None = None
+        self._siblings: dict[str, UpstreamClient] = {}
+
+    def speaking(self, api: str) -> UpstreamClient:
+        """The same upstream (base URL, key, timeouts, connection pool) spoken to in ``api``:
+        for an upstream that speaks several (the demo LLM speaks all three)."""
+        if api == self.settings.api:
+            return self
+        if api not in self._siblings:
+            sibling = UpstreamClient(self.settings.model_copy(update={"api": api}),
+                                     max_response_bytes=self.max_response_bytes)
+            sibling.client = self.client  # one session, one policy
+            sibling._parent = self
+            self._siblings[api] = sibling
+        return self._siblings[api]
 
     @property
     def session(self) -> aiohttp.ClientSession:
         return self.client.session
 
     async def close(self) -> None:
-        await self.client.close()
+        if self._parent is None:  # a sibling shares its parent's session
+            await self.client.close()
 
     def headers(self, client_headers: Mapping[str, str]) -> dict[str, str]:
         out = {"Content-Type": "application/json"}
         for name in _FORWARDED_HEADERS:
             if name in client_headers and not (name == "authorization" and self.settings.api_key):
                 out[name] = client_headers[name]
-        if self.settings.api_key:
+        if self.settings.api == "messages":
+            self._messages_headers(client_headers, out)
+        elif self.settings.api_key:
             out["Authorization"] = f"Bearer {self.settings.api_key.get_secret_value()}"
         return out
+
+    def _messages_headers(self, client_headers: Mapping[str, str], out: dict[str, str]) -> None:
+        """An Anthropic upstream's key goes as ``x-api-key``, with an ``anthropic-version``."""
+        for name in _MESSAGES_HEADERS:
+            if name in client_headers and not (name == "x-api-key" and self.settings.api_key):
+                out[name] = client_headers[name]
+        if self.settings.api_key:
+            out["x-api-key"] = self.settings.api_key.get_secret_value()
+        out.setdefault("anthropic-version", ANTHROPIC_VERSION)
 
     async def _send(self, method: str, path: str, headers: dict[str, str], **kwargs: Any) -> aiohttp.ClientResponse:
         """The upstream's answer to a request (an error status raises ``UpstreamError``). A
@@ -111,7 +146,7 @@ class UpstreamClient:
             response.release()
             raise _redirect_error(response.status)
         if response.status >= 400:
-            raise await _error_from_response(response, bearer_token(headers))
+            raise await _error_from_response(response, sent_credentials(headers))
         return response
 
     async def _post(self, path: str, body: dict[str, Any], headers: dict[str, str]) -> aiohttp.ClientResponse:
@@ -132,12 +167,12 @@ class UpstreamClient:
         return SECRETS.data(raw) if SECRETS and SECRETS.found_in(raw) else raw
 
     async def open_stream(self, body: dict[str, Any], client_headers: Mapping[str, str]) -> UpstreamStream:
-        response = await self._post("/chat/completions", body, self.headers(client_headers))
+        response = await self._post(self.path, body, self.headers(client_headers))
         return UpstreamStream(response, self.settings.max_event_bytes)
 
     async def complete(self, body: dict[str, Any], client_headers: Mapping[str, str]) -> tuple[bytes, dict[str, Any]]:
         """A non-stream completion: the raw body and its decoded JSON."""
-        response = await self._post("/chat/completions", body, self.headers(client_headers))
+        response = await self._post(self.path, body, self.headers(client_headers))
         raw = await self._read(response)
         try:
             data = json.loads(raw)
@@ -167,10 +202,10 @@ def _redirect_error(status: int) -> UpstreamError:
     )
 
 
-async def _error_from_response(response: aiohttp.ClientResponse, sent_key: str | None = None) -> UpstreamError:
-    """The ``UpstreamError`` of an error status: an OpenAI-style error body passed on with
-    every configured key and ``sent_key`` (the credential this request carried) cut out;
-    anything else summarised."""
+async def _error_from_response(response: aiohttp.ClientResponse, sent: list[str] | None = None) -> UpstreamError:
+    """The ``UpstreamError`` of an error status: an OpenAI- (or Anthropic-) style error body
+    passed on with every configured key and ``sent`` (the credentials this request carried)
+    cut out; anything else summarised."""
     try:
         raw, _ = await read_capped(response, MAX_ERROR_BODY_BYTES)
     except (TimeoutError, aiohttp.ClientError):
@@ -184,7 +219,7 @@ async def _error_from_response(response: aiohttp.ClientResponse, sent_key: str |
     except ValueError:
         pass
     if isinstance(body, dict) and isinstance(body.get("error"), dict):
-        body = redact(body, [sent_key])
+        body = redact(body, sent or [])
         message = str(body["error"].get("message") or message)
     else:  # not an OpenAI error: summarised, never echoed (it may be a proxy's page or a traceback)
         body = None

@@ -90,7 +90,8 @@ class UpstreamStream(Protocol):
 
 @runtime_checkable
 class Upstream(Protocol):
-    """The LLM behind the proxy (OpenAI-compatible). Failures raise ``UpstreamError``."""
+    """The LLM behind the proxy, speaking the API ``upstream.api`` names (its bodies and
+    answers are that API's). Failures raise ``UpstreamError``."""
 
     async def open_stream(self, body: dict[str, Any], client_headers: Mapping[str, str]) -> UpstreamStream: ...
 
@@ -101,6 +102,14 @@ class Upstream(Protocol):
     async def get(self, path: str, client_headers: Mapping[str, str]) -> tuple[int, bytes, str]: ...
 
     async def close(self) -> None: ...
+
+
+@runtime_checkable
+class MultiApiUpstream(Upstream, Protocol):
+    """An upstream that can be spoken to in another API than ``upstream.api`` (chat,
+    responses, messages): the same server, another path and body."""
+
+    def speaking(self, api: str) -> Upstream: ...
 
 
 @runtime_checkable

@@ -53,7 +53,8 @@ SHED_CHECKS = Counter(
     "check slot would not let them finish inside the budget"
 )
 HTTP_REQUESTS = Counter(
-    "factcheck_http_requests_total", "Requests to the proxied endpoints (chat, models) and websocket answers (ws), "
+    "factcheck_http_requests_total", "Requests to the proxied endpoints (chat, responses, messages, models) and "
+    "websocket answers (ws), "
     "once each, by outcome: ok, refused (4xx from the proxy), upstream_error (before or during the answer), "
     "client_gone (the client closed the connection or cancelled before its answer was complete: no failure), "
     "internal", ["endpoint", "outcome"]
@@ -62,7 +63,7 @@ UNVERIFIED_REASONS = ("timeout", "overload", "error", "no_evidence", "no_checker
 OUTCOMES = ("ok", "refused", "upstream_error", "client_gone", "internal")
 # Counters start at 0 for every known label set: a series born at its first increment has no
 # earlier sample, so rate() and increase() would miss that first failure.
-for _endpoint in ("chat", "models", "ws"):
+for _endpoint in ("chat", "responses", "messages", "models", "ws"):
     for _outcome in OUTCOMES:
         HTTP_REQUESTS.labels(endpoint=_endpoint, outcome=_outcome)
 for _verdict in ("attributable", "contradictory", "extrapolatory", "skipped"):

@@ -144,12 +144,23 @@ def register_settings(settings: Settings) -> None:
     register_secrets(*settings_secrets(settings))
 
 
+CREDENTIAL_HEADERS = frozenset({"authorization", "proxy-authorization", "x-api-key", "api-key"})
+
+
 def bearer_token(headers: dict[str, str] | Any) -> str | None:
     """The credential of an ``Authorization`` header among ``headers`` (any case), if any."""
     for name, value in headers.items():
         if name.lower() == "authorization" and isinstance(value, str):
             return value.removeprefix("Bearer ").removeprefix("bearer ").strip() or None
     return None
+
+
+def sent_credentials(headers: dict[str, str] | Any) -> list[str]:
+    """The credentials among request ``headers`` (``Authorization``'s token, ``x-api-key``,
+    ...): what an upstream's error must not echo back."""
+    found = [bearer_token(headers)]
+    found += [v for k, v in headers.items() if k.lower() in CREDENTIAL_HEADERS - {"authorization"}]
+    return [v for v in found if isinstance(v, str) and v]
 
 
 # --------------------------------------------------------------------------- logging

@@ -67,8 +67,16 @@ class ServerSettings(BaseModel):
     )
 
 
+UpstreamApi = Literal["chat", "responses", "messages"]
+
+
 class UpstreamSettings(BaseModel):
-    url: str = Field("http://127.0.0.1:8001/v1", description="OpenAI-compatible base URL of the LLM")
+    url: str = Field("http://127.0.0.1:8001/v1", description="base URL of the LLM (ending in /v1)")
+    api: UpstreamApi = Field(
+        "chat", description="the API the upstream speaks: chat (POST /chat/completions), responses (the OpenAI "
+        "Responses API, POST /responses) or messages (the Anthropic Messages API, POST /messages); every front "
+        "door reaches it, its requests and answers translated where the APIs differ",
+    )
     api_key: SecretStr | None = Field(
         None, description="upstream key; when unset the client's Authorization header is forwarded"
     )
@@ -260,6 +268,22 @@ class EvidenceSettings(BaseModel):
     )
 
 
+class RulesSettings(BaseModel):
+    """The hybrid verifier's decision and its named rules (docs/verdicts.md)."""
+
+    decision: Literal["learned", "hand"] = Field(
+        "learned",
+        description="hybrid verifier: 'learned' decides with the calibrated combiner of the NLI model's manifest "
+        "(where it has one), 'hand' with the hand cut-offs",
+    )
+    disabled: list[str] = Field(
+        default_factory=list,
+        description="verifier rules switched off by name (value_in_event, value_in_same_words, negation, antonym, "
+        "role_swap, verb_of_another, gap_relation, gap_polarity, gap_coverage); `factcheck eval-battery --ablate` "
+        "measures each",
+    )
+
+
 class PipelineSettings(BaseModel):
     cqgen: Literal["slots", "llm", "seq2seq"] = Field("slots", description="question generation backend")
     verifier: Literal["hybrid", "slots", "nli", "llm"] = Field("hybrid", description="verification backend")
@@ -286,6 +310,7 @@ class PipelineSettings(BaseModel):
     edit_max_context_contradiction: float = Field(
         0.5, description="correct mode: an edit the earlier answer contradicts at this P(contradiction) is not applied"
     )
+    rules: RulesSettings = Field(default_factory=RulesSettings)
     edit_wording: bool = Field(
         False,
         description="correct mode: also apply edits of words that are no number, date or name (a verb, a negation) "

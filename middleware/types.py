@@ -121,6 +121,15 @@ class Question(_Model):
     span: tuple[int, int] | None = Field(default=None, description="slot offsets in the sentence")
 
 
+class RuleFinding(_Model):
+    """A named rule of the verifier that fired on this claim (``pipeline.rules.disabled``
+    switches rules off by these names)."""
+
+    name: str
+    span: tuple[int, int] | None = Field(default=None, description="claim span the rule is about")
+    detail: str | None = None
+
+
 class Verdict(_Model):
     label: VerdictLabel
     scores: dict[str, float] = Field(default_factory=dict, description="label -> probability")
@@ -129,6 +138,7 @@ class Verdict(_Model):
     span: tuple[int, int] | None = Field(default=None, description="claim span involved (sentence offsets)")
     reason: str | None = Field(default=None, description="why, esp. for skipped/unverified")
     backend: str | None = None
+    rules: list[RuleFinding] = Field(default_factory=list, description="the verifier's rules that fired")
 
 
 class Tag(_Model):

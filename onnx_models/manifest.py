@@ -24,6 +24,52 @@ class ManifestError(ValueError):
     """An export directory is missing, incomplete or does not match its manifest."""
 
 
+class Tree(BaseModel):
+    """One regression tree, node by node: an inner node sends a reading whose ``feature`` is
+    at most ``threshold`` (compared in float32, as scikit-learn does) to ``left``, else to
+    ``right``; a leaf (``feature`` None) adds its ``value`` to the raw score."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    feature: list[str | None]
+    threshold: list[float]
+    left: list[int]
+    right: list[int]
+    value: list[float]
+
+
+class TreeEnsemble(BaseModel):
+    """Gradient-boosted trees for one probability: p = sigmoid(init + sum of the leaves
+    reached, the learning rate already applied to the values). A feature the reading lacks
+    counts as 0 (a rule that did not fire)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    init: float
+    trees: list[Tree]
+
+
+class CombinerWeights(BaseModel):
+    """The hybrid verifier's learned decision (``factcheck fit-combiner``): two calibrated
+    tree ensembles over its named features, and where each decides."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    features: list[str] = Field(description="the features the ensembles were fitted on")
+    attributable: TreeEnsemble = Field(description="P(the evidence supports the claim)")
+    contradictory: TreeEnsemble = Field(description="P(the evidence contradicts the claim)")
+    attributable_threshold: float = Field(description="P(attributable) at the balanced-accuracy optimum")
+    contradictory_threshold: float = Field(
+        description="P(contradictory) at the target precision on held-out pairs (or the most precise cut-off "
+        "where the target is out of reach: see metrics)"
+    )
+    edit_threshold: float = Field(
+        description="P(attributable) of an edited sentence at >= target precision: what an applied edit needs"
+    )
+    fitted_on: str = Field(description="the data the weights and thresholds were chosen on (never a test split)")
+    metrics: dict[str, float] = Field(default_factory=dict, description="held-out figures of the fit")
+
+
 class Decision(BaseModel):
     """NLI decision thresholds chosen on held-out dev data (``factcheck calibrate-verifier``),
     never on a test set: how window scores are aggregated and where P(entailment) and
@@ -45,6 +91,9 @@ class Decision(BaseModel):
     )
     hybrid_nli_only_contradiction: float | None = Field(
         None, description="hybrid verifier: P(contradiction) an unlocalised NLI contradiction needs"
+    )
+    combiner: CombinerWeights | None = Field(
+        None, description="hybrid verifier: the learned decision over its features (replaces the hand cut-offs)"
     )
 
 

@@ -30,16 +30,16 @@ def example(marker: str) -> str:
     return blocks[0]
 
 
-async def run(code: str, url: str) -> tuple[dict[str, Any], str]:
-    """Run an example (blocking client code) in a thread while this loop serves the proxy;
-    its namespace and what it printed."""
+async def run(code: str, url: str, readme_url: str = README_URL) -> tuple[dict[str, Any], str]:
+    """Run an example (blocking client code) in a thread while this loop serves the proxy,
+    ``readme_url`` in it pointing there; its namespace and what it printed."""
     printed: list[str] = []
 
     def capture(*args: object, sep: str = " ", end: str = "\n", **_: object) -> None:
         printed.append(sep.join(map(str, args)) + end)
 
     namespace: dict[str, Any] = {"print": capture, "__name__": "readme_example"}
-    await asyncio.to_thread(exec, compile(code.replace(README_URL, url), str(README), "exec"), namespace)
+    await asyncio.to_thread(exec, compile(code.replace(readme_url, url), str(README), "exec"), namespace)
     return namespace, "".join(printed)
 
 
@@ -77,6 +77,25 @@ async def test_the_langchain_example_keeps_the_reports_in_response_metadata(make
     assert streamed.response_metadata["factcheck"]["summary"]["verdicts"] == factcheck["summary"]["verdicts"]
     assert len(streamed.response_metadata["factcheck"]["reports"]) == len(factcheck["reports"])
     assert printed.endswith(f"{len(factcheck['reports'])} sentence reports\n")
+
+
+async def test_the_responses_example_prints_the_answer_and_the_verdicts(make_proxy):
+    proxy = await demo_proxy(make_proxy)
+    answer = DemoAnswers.load().answer_for(QUESTION)
+    namespace, printed = await run(example("client.responses.create("), proxy.url)
+    reports, summary = namespace["reports"], namespace["summary"]
+    assert printed == f"{answer}\n{summary['verdicts']}\n"
+    assert len(reports) == sum(summary["verdicts"].values()) > 1
+    assert next(r for r in reports if "1915" in r["text"])["verdict"]["label"] == "contradictory"
+
+
+async def test_the_messages_example_prints_the_corrected_answer(make_proxy):
+    proxy = await demo_proxy(make_proxy)
+    corrected = DemoAnswers.load().answer_for(QUESTION).replace("1915", "1911")
+    namespace, printed = await run(example("client.messages.stream("), proxy.url.removesuffix("/v1"),
+                                   readme_url="http://127.0.0.1:8000")
+    assert printed == f"{corrected}\nend_turn\n"
+    assert namespace["message"].content[0].text == corrected
 
 
 @pytest.fixture(scope="module")

@@ -175,7 +175,8 @@ function ask(event) {
     showError(`Request options: ${error.message}`);
     return;
   }
-  const message = JSON.stringify({ type: "chat", request });
+  const upstreamApi = $("upstream-api").value || undefined; // the proxy's choice unless one is picked
+  const message = JSON.stringify({ type: "chat", request, upstream_api: upstreamApi });
   const size = new TextEncoder().encode(message).length;
   const limit = maxMessageBytes();
   if (limit && size > limit) {

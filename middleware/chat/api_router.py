@@ -35,10 +35,11 @@ def add_chat_routes(app: web.Application, service: ChatService) -> None:
 
 def upstream_headers(request: web.Request) -> dict[str, str]:
     """Client headers for the upstream. With proxy keys configured the client's
-    Authorization is the proxy key, which must never travel on."""
+    Authorization (or an Anthropic client's x-api-key) is the proxy key, which must never travel on."""
     headers = {k.lower(): v for k, v in request.headers.items()}
     if request.app[SERVICE_KEY].settings.server.api_keys:
         headers.pop("authorization", None)
+        headers.pop("x-api-key", None)
     return headers
 
 

@@ -9,7 +9,6 @@ upstream chunk gives the template (id, created, model, ...) of the chunks the pr
 from __future__ import annotations
 
 import copy
-import logging
 import re
 import time
 from collections.abc import AsyncIterator
@@ -17,12 +16,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from middleware.chat.protocol import ChatChunk, ChunkChoice
-from middleware.errors import UpstreamError
+from middleware.chat.typed_events import event_json, whole_events
 from middleware.interfaces import UpstreamStream
-from middleware.metrics import UPSTREAM_ERRORS
-from middleware.sse import DEFAULT_MAX_EVENT_BYTES, EventCutter, EventTooLarge, SSEEvent, encode_event
-
-log = logging.getLogger(__name__)
+from middleware.sse import DEFAULT_MAX_EVENT_BYTES, SSEEvent, encode_event
 
 DONE_EVENT = b"data: [DONE]\n\n"
 _TEMPLATE_KEYS = ("id", "created", "model", "system_fingerprint")
@@ -54,17 +50,9 @@ class UpstreamChunks:
             yield ChunkItem(raw=event.raw, chunk=self._parse(event), done=event.is_done)
 
     async def passthrough(self) -> AsyncIterator[ChunkItem]:
-        """Whole events, each upstream read in one item, untouched: only event ends are looked
-        for, so that an error event can follow whole events."""
-        cutter = EventCutter(self._max_event_bytes)
-        try:
-            async for data in self._upstream.chunks():
-                if whole := cutter.feed(data):
-                    yield ChunkItem(raw=whole)
-            if rest := cutter.flush():
-                yield ChunkItem(raw=rest)
-        except EventTooLarge as exc:
-            raise UpstreamError(f"upstream sent an event larger than {exc.limit} bytes", kind="event_too_large") from exc
+        """Whole events, each upstream read in one item, untouched (``typed_events.whole_events``)."""
+        async for raw in whole_events(self._upstream, self._max_event_bytes):
+            yield ChunkItem(raw=raw)
 
     def text(self, item: ChunkItem) -> str:
         return content0(item.chunk)
@@ -103,14 +91,7 @@ class UpstreamChunks:
 
     def _parse(self, event: SSEEvent) -> dict[str, Any] | None:
         """The event's JSON object, or None (no data, [DONE], or not JSON: passed through)."""
-        if event.data is None or event.is_done:
-            return None
-        try:
-            chunk = event.json()
-        except ValueError:
-            UPSTREAM_ERRORS.labels(kind="invalid_sse").inc()
-            log.warning("upstream sent an event that is not JSON; passing it through")
-            return None
+        chunk = event_json(event)
         if not isinstance(chunk, dict):
             return None
         if not self.template:

@@ -4,9 +4,9 @@ surrogates), message limits, validation errors in the OpenAI error format, and t
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, TypeVar
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from middleware.chat.protocol import ChatRequest
 from middleware.errors import RequestError
@@ -104,14 +104,22 @@ def parse_chat_request(
         raise RequestError("request body must be a JSON object", code="invalid_request")
     if isinstance(body.get("messages"), list) and len(body["messages"]) > max_messages:
         raise RequestError(f"too many messages: at most {max_messages}", param="messages", code="too_many_messages")
+    request = validated(ChatRequest, body)
+    forward = {key: value for key, value in body.items() if key != "factcheck"}
+    return request, forward
+
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def validated(model: type[M], body: dict[str, Any]) -> M:
+    """``body`` as ``model``, or a ``RequestError`` naming the first invalid field."""
     try:
-        request = ChatRequest.model_validate(body)
+        return model.model_validate(body)
     except ValidationError as exc:
         first = exc.errors()[0]
         param = ".".join(str(p) for p in first["loc"]) or None
         raise RequestError(f"invalid field {param}: {first['msg']}", param=param, code="invalid_value") from exc
-    forward = {key: value for key, value in body.items() if key != "factcheck"}
-    return request, forward
 
 
 def resolve_mode(request: ChatRequest, header: str | None, default: Mode) -> Mode:

@@ -42,7 +42,7 @@ class ErrorDetail(BaseModel):
 
 class ErrorBody(BaseModel):
     """The OpenAI error format, for every error the proxy reports (HTTP body, SSE event,
-    websocket message)."""
+    websocket message), but those of ``/v1/messages`` (``messages.protocol.AnthropicErrorBody``)."""
 
     model_config = ConfigDict(extra="forbid")
     error: ErrorDetail
@@ -120,12 +120,11 @@ class Message(BaseModel):
         return ""
 
 
-class ChatRequest(BaseModel):
-    """``POST /v1/chat/completions``: the OpenAI request plus the optional ``factcheck`` field."""
+class CheckedRequest(BaseModel):
+    """A request to any front door: the API's own fields plus the optional ``factcheck`` field
+    (a bare string is a mode)."""
 
     model_config = ConfigDict(extra="allow")
-    model: str | None = None
-    messages: list[Message] = Field(min_length=1)
     stream: StrictBool = False
     factcheck: FactcheckOptions | None = None
 
@@ -133,6 +132,13 @@ class ChatRequest(BaseModel):
     @classmethod
     def _mode_shorthand(cls, value: Any) -> Any:
         return {"mode": value} if isinstance(value, str) else value
+
+
+class ChatRequest(CheckedRequest):
+    """``POST /v1/chat/completions``: the OpenAI request plus the optional ``factcheck`` field."""
+
+    model: str | None = None
+    messages: list[Message] = Field(min_length=1)
 
     def last_user_message(self) -> str | None:
         for message in reversed(self.messages):
@@ -220,12 +226,19 @@ class Health(BaseModel):
 # ------------------------------------------------------------------------------ websocket
 
 
+UPSTREAM_APIS = ("chat", "responses", "messages")
+"""The APIs an upstream may speak (``upstream.api``)."""
+
+
 class WsChat(BaseModel):
     """Client → server: start an answer; ``request`` is a chat completions body."""
 
     model_config = ConfigDict(extra="forbid")
     type: Literal["chat"]
     request: dict[str, Any]
+    upstream_api: Literal["chat", "responses", "messages"] | None = Field(
+        default=None, description="the API the proxy speaks to the upstream for this answer, where the upstream "
+        "speaks several (the demo LLM speaks all three); absent: upstream.api")
 
 
 class WsCancel(BaseModel):

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
-from middleware.chat.checked_stream import CheckedStream, check_answer
+from middleware.chat.checked_stream import AnswerSource, CheckedStream, check_answer
 from middleware.chat.chunks import ChunkItem, UpstreamChunks, message_content
 from middleware.chat.grounding_prompt import add_grounding, requested_corpus
 from middleware.chat.parsing import parse_chat_request, resolve_mode
@@ -21,11 +21,19 @@ from middleware.checking import CheckRunner
 from middleware.errors import RequestError
 from middleware.evidence.context_source import context_source
 from middleware.evidence.request_passages import ContextText, context_passages, request_texts
-from middleware.interfaces import Upstream
+from middleware.interfaces import Upstream, UpstreamStream
 from middleware.metrics import ACTIVE_STREAMS, ADDED_LATENCY, REQUESTS, TIME_TO_FIRST_TOKEN, UPSTREAM_LATENCY
 from middleware.pipeline.memory import MemoryCheck
 from middleware.settings import Settings
 from middleware.types import CheckContext, GroundingPrompt, Mode, Passage
+
+class ClosableSource(AnswerSource[Any], Protocol):
+    """An answer source over an upstream stream, closed when the request is over."""
+
+    def close(self) -> None: ...
+
+
+S = TypeVar("S", bound=ClosableSource)
 
 INLINE_SPLIT_CHARS = 4000
 """Request context up to this size is split on the event loop (well under a millisecond)."""
@@ -74,11 +82,22 @@ class OpenStream:
 class ChatService:
     """Process-wide: the settings, the upstream, the check runner and the stream limit."""
 
-    def __init__(self, settings: Settings, upstream: Upstream, runner: CheckRunner) -> None:
+    def __init__(self, settings: Settings, upstream: Upstream, runner: CheckRunner,
+                 speaking: Callable[[str], Upstream] | None = None) -> None:
         self.settings = settings
         self.upstream = upstream
         self.runner = runner
         self.streams = StreamCounter(settings.server.max_concurrent_streams)
+        self._speaking = speaking
+
+    def upstream_speaking(self, api: str | None) -> Upstream:
+        """The upstream as a chat upstream, spoken to in ``api`` (None: ``upstream.api``)."""
+        if api is None or api == self.settings.upstream.api:
+            return self.upstream
+        if self._speaking is None:
+            raise RequestError(f"the upstream speaks only {self.settings.upstream.api!r} (upstream.api)",
+                               param="upstream_api", code="invalid_value")
+        return self._speaking(api)
 
     def read_request(self, raw: bytes, mode_header: str | None) -> tuple[ChatRequest, dict[str, Any], Mode]:
         """A request body read under the server's limits: the parsed request, the body to
@@ -140,27 +159,44 @@ class ChatService:
     @asynccontextmanager
     async def open_stream(
         self, chat: ChatRequest, forward: dict[str, Any], mode: Mode, headers: Mapping[str, str], started: float,
+        upstream: Upstream | None = None,
     ) -> AsyncIterator[OpenStream]:
         """Take a stream slot, open the upstream stream and check it; on exit close the
-        upstream and record the added latency. Upstream errors before the stream propagate."""
+        upstream and record the added latency. Upstream errors before the stream propagate.
+        ``upstream``: another chat view of the upstream (``upstream_speaking``)."""
+        body, grounding = self.grounded(chat, forward, mode)
+        max_event_bytes = self.settings.upstream.max_event_bytes
+        async with self.open_checked(chat, forward, body, grounding, mode, headers, started, upstream or self.upstream,
+                                     lambda opened: UpstreamChunks(opened, max_event_bytes)) as (checked, chunks):
+            yield OpenStream(checked, chunks)
+
+    @asynccontextmanager
+    async def open_checked(
+        self, chat: ChatRequest, forward: dict[str, Any], body: dict[str, Any], grounding: GroundingPrompt | None,
+        mode: Mode, headers: Mapping[str, str], started: float, upstream: Upstream,
+        source_of: Callable[[UpstreamStream], S],
+    ) -> AsyncIterator[tuple[CheckedStream[Any], S]]:
+        """``open_stream`` for any face: ``body`` (in ``upstream``'s API) goes up, and its
+        stream is read as ``source_of`` makes it (the face's ``AnswerSource``). ``chat`` is
+        the request as chat completions (its context and options), ``forward`` what the
+        closed-book call of the memory check asks."""
         self.streams.acquire()
         try:
-            body, grounding = self.grounded(chat, forward, mode)
             context = await self.request_context(chat, mode, forward, headers, grounding)  # the memory call starts
             try:
                 sent = time.perf_counter()
-                opened = await self.upstream.open_stream(body, headers)
+                opened = await upstream.open_stream(body, headers)
                 UPSTREAM_LATENCY.labels(stream="true").observe(time.perf_counter() - sent)
-                upstream = UpstreamChunks(opened, self.settings.upstream.max_event_bytes)
+                source = source_of(opened)
             except BaseException:
                 release_context(context)
                 raise
-            checked = CheckedStream(upstream, self.runner, context, started)
+            checked: CheckedStream[Any] = CheckedStream(source, self.runner, context, started)
             try:
-                yield OpenStream(checked, upstream)
+                yield checked, source
             finally:
                 release_context(context)
-                upstream.close()
+                source.close()
                 if checked.answer_done_at is not None:
                     ADDED_LATENCY.labels(mode=mode.value).observe(time.perf_counter() - checked.answer_done_at)
         finally:

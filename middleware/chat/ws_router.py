@@ -1,7 +1,9 @@
 """``GET /v1/ws``: the proxy's stream over a websocket, for browsers (the UI at ``/``).
 
 Client → server, one JSON object per message (``protocol.WsChat``, ``protocol.WsCancel``):
-- ``{"type": "chat", "request": <chat completions body, optional "factcheck">}`` starts an answer;
+- ``{"type": "chat", "request": <chat completions body, optional "factcheck">}`` starts an answer
+  (optional ``"upstream_api"``: ``chat``, ``responses`` or ``messages``, the API the proxy speaks
+  to the upstream for it, where the upstream speaks several, as the demo LLM does);
 - ``{"type": "cancel"}`` stops the answer in progress.
 
 Server → client, one JSON object per message, the same events the SSE stream carries:
@@ -29,7 +31,7 @@ from middleware.chat.api_router import SERVICE_KEY, SSEEncoder, failure_outcome,
 from middleware.chat.checked_stream import End, Failed, Forward, StreamEvent
 from middleware.chat.chunks import ChunkItem
 from middleware.chat.parsing import load_json
-from middleware.chat.protocol import WsDone, WsStart, error_body
+from middleware.chat.protocol import UPSTREAM_APIS, WsDone, WsStart, error_body
 from middleware.errors import RequestError, UpstreamError
 from middleware.metrics import HTTP_REQUESTS, REQUEST_ERRORS, UPSTREAM_ERRORS
 from middleware.chat.limits import LIMITER_KEY, client_id
@@ -71,24 +73,24 @@ class _Socket:
         if kind == "cancel":
             await self.cancel()
         elif kind == "chat":
-            await self.start(message.get("request"))
+            await self.start(message.get("request"), message.get("upstream_api"))
         else:
             await self.send(error_body("message type must be 'chat' or 'cancel'", param="type", code="invalid_value"))
 
-    async def start(self, body: Any) -> None:
+    async def start(self, body: Any, upstream_api: Any = None) -> None:
         if self.answer is not None and not self.answer.done():
             await self.send(error_body("an answer is already streaming; send cancel first", code="busy"))
             return
-        self.answer = asyncio.create_task(self._answer(body), name="ws-answer")
+        self.answer = asyncio.create_task(self._answer(body, upstream_api), name="ws-answer")
 
     async def cancel(self) -> None:
         if self.answer is not None and not self.answer.done():
             self.answer.cancel()
             await asyncio.gather(self.answer, return_exceptions=True)
 
-    async def _answer(self, body: Any) -> None:
+    async def _answer(self, body: Any, upstream_api: Any = None) -> None:
         try:
-            error = await self._stream_or_error(body)
+            error = await self._stream_or_error(body, upstream_api)
         except asyncio.CancelledError:
             if self.closing or self.ws.closed:
                 raise
@@ -101,12 +103,12 @@ class _Socket:
             if not self.ws.closed:
                 await self.send(WsDone().model_dump(mode="json"))
 
-    async def _stream_or_error(self, body: Any) -> dict[str, Any] | None:
+    async def _stream_or_error(self, body: Any, upstream_api: Any = None) -> dict[str, Any] | None:
         """Stream the answer; return the OpenAI error object to send if it failed. Each answer
         is counted once in ``factcheck_http_requests_total{endpoint="ws"}`` by how it ended."""
         self.outcome = "internal"
         try:
-            self.outcome = await self._stream(body)
+            self.outcome = await self._stream(body, upstream_api)
         except RequestError as exc:
             REQUEST_ERRORS.labels(status=str(exc.status)).inc()
             self.outcome = "refused"
@@ -128,17 +130,23 @@ class _Socket:
             HTTP_REQUESTS.labels(endpoint="ws", outcome=self.outcome).inc()
         return None
 
-    async def _stream(self, body: Any) -> str:
+    async def _stream(self, body: Any, upstream_api: Any = None) -> str:
         """Run one answer exactly as ``POST /v1/chat/completions`` with ``stream: true`` does;
-        return its outcome (``ok``, or how it broke off)."""
+        return its outcome (``ok``, or how it broke off). ``upstream_api``: the API to speak to
+        the upstream for this answer (the UI's choice; None: ``upstream.api``)."""
         service = self.request.app[SERVICE_KEY]
         started = time.perf_counter()
         await self.request.app[LIMITER_KEY].check(client_id(self.request))  # each answer counts like an HTTP request
         if not isinstance(body, dict):
             raise RequestError("'request' must be a chat completions body (a JSON object)", param="request")
+        if upstream_api not in (None, *UPSTREAM_APIS):
+            raise RequestError(f"upstream_api must be one of {', '.join(UPSTREAM_APIS)}", param="upstream_api",
+                               code="invalid_value")
+        upstream = service.upstream_speaking(upstream_api)
         chat, forward, mode = service.read_request(json.dumps({**body, "stream": True}).encode(),
                                                    self.request.headers.get("X-Factcheck-Mode"))
-        async with service.open_stream(chat, forward, mode, upstream_headers(self.request), started) as opened:
+        async with service.open_stream(chat, forward, mode, upstream_headers(self.request), started,
+                                       upstream) as opened:
             encoder = SSEEncoder(opened.chunks)
             await self.send(WsStart(mode=mode).model_dump(mode="json"))
             outcome = "ok"

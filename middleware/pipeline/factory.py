@@ -78,7 +78,7 @@ def build_verifier(
         return LLMVerifier(chat or providers.chat(settings))
     if name in ("slots", "hybrid"):
         aligner = Aligner(embedder if embedder is not None else load_embedder(settings))
-        slots = SlotsVerifier(aligner, top_k=settings.pipeline.verify_top_k)
+        slots = SlotsVerifier(aligner, top_k=settings.pipeline.verify_top_k, disabled=settings.pipeline.rules.disabled)
         if name == "slots":
             return slots
         try:
@@ -86,7 +86,7 @@ def build_verifier(
         except BackendUnavailable as exc:
             log.warning("hybrid verifier falls back to slots: %s", exc)
             return slots
-        return HybridVerifier(nli, slots)
+        return HybridVerifier(nli, slots, learned=settings.pipeline.rules.decision == "learned")
     if name == "nli":
         return _nli(settings, scorer)
     raise ValueError(f"unknown verifier {name!r}; expected one of {VERIFIERS}")

@@ -120,6 +120,17 @@ _CACHE_SIZE = 4096
 _CACHE_LOCK = threading.Lock()  # callers may parse in worker threads
 
 
+def cache_size() -> int:
+    return _CACHE_SIZE
+
+
+def set_cache_size(size: int) -> None:
+    """How many parsed texts ``analyse`` keeps (evaluation runs that reread the same texts
+    keep them all)."""
+    global _CACHE_SIZE
+    _CACHE_SIZE = size
+
+
 def analyse(text: str) -> Analysis:
     """Parse ``text`` once (LRU-cached by text) and extract its slots and relations."""
     with _CACHE_LOCK:

@@ -68,6 +68,9 @@ def build_gate(settings: Settings, verifier: Verifier) -> EditGate:
         max_context_contradiction=settings.pipeline.edit_max_context_contradiction,
         wording=settings.pipeline.edit_wording,
         grounded_entailment=min(minimum, nli.entail_threshold) if nli is not None else minimum,
+        supported_edit=verifier.combiner.edit_threshold
+        if isinstance(verifier, HybridVerifier) and verifier.combiner is not None
+        else None,
     )
     slots = verifier.slots if isinstance(verifier, HybridVerifier) else verifier if isinstance(verifier, SlotsVerifier) else None
     return EditGate(verifier, nli, policy, slots)
@@ -92,10 +95,10 @@ def build_eval_verifier(settings: Settings, name: str = "auto", *, embed: bool =
         name = "hybrid" if nli_available(settings) else "slots"
     if embed:
         return pipeline.build_verifier(settings, name)
-    slots = SlotsVerifier(Aligner(None), top_k=settings.pipeline.verify_top_k)
+    slots = SlotsVerifier(Aligner(None), top_k=settings.pipeline.verify_top_k, disabled=settings.pipeline.rules.disabled)
     if name == "slots":
         return slots
     if name not in ("hybrid", "nli"):
         raise ValueError(f"unknown verifier {name!r} for this command; expected auto, slots, nli or hybrid")
     nli = NLIVerifier(pipeline.load_nli_scorer(settings), max_windows=settings.pipeline.nli_max_windows)
-    return nli if name == "nli" else HybridVerifier(nli, slots)
+    return nli if name == "nli" else HybridVerifier(nli, slots, learned=settings.pipeline.rules.decision == "learned")

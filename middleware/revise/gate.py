@@ -63,6 +63,7 @@ class GatePolicy:
     max_context_contradiction: float = 0.5
     grounded_entailment: float = 0.5  # P(entailment) enough for a clean swap the slots verifier finds wholly stated
     wording: bool = False  # also apply edits of words that are no number, date or name (verbs, negation)
+    supported_edit: float | None = None  # the verifier's P(attributable) the edited sentence needs (its combiner's)
 
 
 class EditGate:
@@ -127,6 +128,12 @@ class EditGate:
             return flag("the evidence sentence does not contradict the original sentence")
         if after.label == "contradictory":
             return flag("the evidence sentence also contradicts the edited sentence")
+        supported = after.scores.get("attributable", 0.0)
+        if self.policy.supported_edit is not None and supported < self.policy.supported_edit:
+            return flag(
+                f"the verifier does not find the edited sentence supported by the evidence sentence "
+                f"(P={supported:.2f} < {self.policy.supported_edit:.2f})"
+            )
         if self.nli is None and not _slots_all_stated(after):
             return flag("the evidence sentence does not state every slot of the edited sentence")
         if self.nli is not None and scores["evidence_entails_edited"] < self.policy.min_entailment:
@@ -374,6 +381,8 @@ def _edit_problem(original: str, edited: str, edit: Edit, evidence: str, wording
         shortened = stated.endswith(run) and len(old.split()) == 1  # a surname for a surname: 'Einstein'
         if run and stated and stated != run and run in stated and not shortened:
             return f"the evidence names '{stated}', the edit would write '{run}'"
+    if (problem := kind_problem(original, edit, evidence)) is not None:
+        return problem
     if (problem := value_problem(old, original, new, evidence)) is not None:
         return problem
     if new.strip()[:1].isupper() and edited.count(new.strip()) > max(1, original.count(new.strip())):
@@ -381,6 +390,52 @@ def _edit_problem(original: str, edited: str, edit: Edit, evidence: str, wording
     if _singular_before_plural(edited, new):
         return f"'{new}' would stand before a plural noun"
     return None
+
+
+def kind_problem(sentence: str, edit: Edit, evidence: str) -> str | None:
+    """Why the replacement is not a value of the same kind as what it replaces, or None: a
+    number for a number, a date for a date, a name for a name of the same type (a person for
+    a person, a place for a place; a proper noun the NER left unlabelled matches any name),
+    and a whole number, date or name of the evidence sentence, not a phrase cut from
+    something else ('NLP' -> 'Meme Status Submission Type', a heading of an unrelated page)."""
+    mine = _claim_slot(sentence, edit)
+    new = edit.replacement.strip()
+    if mine is None or not new:
+        return None  # no value is replaced: a wording edit, flagged elsewhere unless allowed
+    holders = [s for s in analyse(evidence).slots if _whole_value(new, s, edit.original.strip())]
+    if not holders:
+        return f"the evidence sentence states '{new}' as no number, date or name: not a value to swap in"
+    if not any(_same_kind(mine, theirs) for theirs in holders):
+        return f"'{edit.original.strip()}' -> '{new}' would put a {holders[0].group} in place of a {mine.group}"
+    return None
+
+
+_FIGURES = frozenset({"number", "quantity"})
+
+
+def _whole_value(new: str, slot: Slot, old: str) -> bool:
+    """``new`` is the evidence's whole value: the slot itself, its figure without the unit
+    ('330' of '330 metres') for a figure, a coarser date ('1867' of '7 November 1867'), or its last words for as many words of a name
+    (a surname for a surname: 'Einstein' of 'Albert Einstein')."""
+    if new == slot.text:
+        return True
+    if slot.kind in _FIGURES:
+        return re.match(rf"{re.escape(new)}(?!\w)", slot.text) is not None and any(c.isdigit() for c in new)
+    if slot.kind == "date":  # a coarser reading of the date: '1867' of '7 November 1867'
+        return re.search(rf"(?<!\w){re.escape(new)}(?!\w)", slot.text) is not None and any(c.isdigit() for c in new)
+    words = slot.text.split()
+    tail = " ".join(words[-len(new.split()) :])
+    return slot.kind == "entity" and tail == new and len(new.split()) == len(old.split()) < len(words)
+
+
+def _same_kind(mine: Slot, theirs: Slot) -> bool:
+    """Names of one type (or one of them untyped), dates, or figures of one dimension."""
+    if mine.kind in _FIGURES and theirs.kind in _FIGURES:
+        dimensions = {g for g in (mine.group, theirs.group) if g != "quantity:bare" and g.startswith("quantity:")}
+        return len(dimensions) <= 1
+    if mine.kind != theirs.kind:
+        return False
+    return mine.kind == "date" or mine.group == theirs.group or "propn" in (mine.group, theirs.group)
 
 
 def _whole_name(sentence: str, edit: Edit) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import hmac
+import json
 import logging
 from collections.abc import Awaitable, Callable
 
@@ -15,14 +16,19 @@ from middleware.chat.api_router import CHAT_PATH, OUTCOME_KEY, SERVICE_KEY, add_
 from middleware.chat.protocol import Health, error_body
 from middleware.chat.serving import ChatService, too_many_streams
 from middleware.chat.ws_router import add_ws_routes
+from middleware.messages.api_router import MESSAGES_PATH, add_messages_routes, error_format
+from middleware.messages.serving import MessagesService
+from middleware.responses.api_router import RESPONSES_PATH, add_responses_routes
+from middleware.responses.serving import ResponsesService
 from middleware.checking import CheckRunner
 from middleware.errors import RequestError, UpstreamError
-from middleware.interfaces import Checker, Upstream
+from middleware.interfaces import Checker, MultiApiUpstream, Upstream
 from middleware.metrics import HTTP_REQUESTS, REQUEST_ERRORS, UPSTREAM_ERRORS, exposition
 from middleware.redaction import register_settings
 from middleware.chat.limits import CLIENT_KEY, LIMITER_KEY, client_id, make_limiter
 from middleware.server.openapi import openapi_document
 from middleware.settings import Settings
+from middleware.translation.upstream import upstream_for
 
 log = logging.getLogger(__name__)
 
@@ -41,11 +47,16 @@ def create_app(
     register_settings(settings)
     app = web.Application(
         client_max_size=settings.server.max_body_bytes,
-        middlewares=[_count_middleware, _error_middleware, _auth_middleware(settings), _stream_limit_middleware],
+        middlewares=[_count_middleware, _messages_error_format, _error_middleware, _auth_middleware(settings),
+                     _stream_limit_middleware],
     )
     app[LIMITER_KEY] = make_limiter(settings)
     runner = CheckRunner(checker, settings.check)
-    add_chat_routes(app, ChatService(settings, upstream, runner))
+    chat = ChatService(settings, upstream_for(upstream, settings.upstream.api, "chat"), runner,
+                       speaking=_speaking(upstream))
+    add_chat_routes(app, chat)
+    add_responses_routes(app, ResponsesService(chat, upstream))
+    add_messages_routes(app, MessagesService(chat, upstream))
     app.router.add_get("/v1/models", _models)
     app.router.add_get("/healthz", _healthz)
     app.router.add_get("/metrics", _metrics)
@@ -55,6 +66,13 @@ def create_app(
         add_routes(app)
     app.on_cleanup.append(_close_clients)
     return app
+
+
+def _speaking(upstream: Upstream) -> Callable[[str], Upstream] | None:
+    """For an upstream that speaks several APIs: it as a chat upstream, spoken to in one of them."""
+    if not isinstance(upstream, MultiApiUpstream):
+        return None
+    return lambda api: upstream_for(upstream.speaking(api), api, "chat")
 
 
 async def _close_clients(app: web.Application) -> None:
@@ -81,7 +99,8 @@ async def _metrics(request: web.Request) -> web.Response:
     return response
 
 
-_COUNTED = {CHAT_PATH: "chat", "/v1/models": "models"}
+_COUNTED = {CHAT_PATH: "chat", RESPONSES_PATH: "responses", MESSAGES_PATH: "messages", "/v1/models": "models"}
+_STREAMING_PATHS = frozenset({CHAT_PATH, RESPONSES_PATH, MESSAGES_PATH})
 """Endpoints counted in ``factcheck_http_requests_total`` (the websocket counts each answer)."""
 
 
@@ -128,6 +147,18 @@ async def _quiet_when_gone(request: web.Request, handler: Handler) -> web.Stream
 
 
 @web.middleware
+async def _messages_error_format(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """``/v1/messages`` answers its errors in the Anthropic error format, whatever made them."""
+    response = await handler(request)
+    if request.path != MESSAGES_PATH or response.status < 400 or not isinstance(response, web.Response):
+        return response
+    if response.content_type != "application/json" or not isinstance(response.body, bytes):
+        return response
+    response.body = json.dumps(error_format(json.loads(response.body), response.status)).encode()
+    return response
+
+
+@web.middleware
 async def _error_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
     """Every error leaves in the OpenAI error format."""
     try:
@@ -165,6 +196,8 @@ def _auth_middleware(settings: Settings) -> Callable[..., Awaitable[web.StreamRe
             await request.app[LIMITER_KEY].check(client_id(request))
             return await handler(request)
         presented = request.headers.get("Authorization", "").removeprefix("Bearer ").strip()
+        if not presented and request.path == MESSAGES_PATH:  # Anthropic clients send their key as x-api-key
+            presented = request.headers.get("x-api-key", "").strip()
         if not presented and request.path == "/v1/ws":
             presented = request.query.get("api_key", "")
         presented_bytes = presented.encode()
@@ -184,7 +217,7 @@ def _auth_middleware(settings: Settings) -> Callable[..., Awaitable[web.StreamRe
 @web.middleware
 async def _stream_limit_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
     """Refuse a chat request at once when the stream limit is full (before reading its body)."""
-    if request.path == CHAT_PATH and request.app[SERVICE_KEY].streams.full:
+    if request.path in _STREAMING_PATHS and request.app[SERVICE_KEY].streams.full:
         raise too_many_streams()
     return await handler(request)
 

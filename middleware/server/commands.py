@@ -79,6 +79,9 @@ def serve(
     upstream_url: Annotated[
         str | None, typer.Option(help="OpenAI-compatible base URL of the LLM [FACTCHECK_UPSTREAM_URL]")
     ] = None,
+    upstream_api: Annotated[
+        str | None, typer.Option(help="the API the upstream speaks: chat, responses or messages [FACTCHECK_UPSTREAM__API]")
+    ] = None,
     config: Annotated[Path | None, typer.Option(help="YAML settings file [FACTCHECK_CONFIG]")] = None,
     mode: Annotated[Mode | None, typer.Option(help="default stream mode [FACTCHECK_MODE]")] = None,
     demo_upstream: Annotated[
@@ -94,7 +97,7 @@ def serve(
         config,
         **{
             "server.host": host, "server.port": port, "server.workers": workers,
-            "upstream.url": upstream_url, "check.default_mode": mode,
+            "upstream.url": upstream_url, "upstream.api": upstream_api, "check.default_mode": mode,
         },
     )
     logging.basicConfig(level=settings.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")

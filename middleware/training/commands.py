@@ -31,6 +31,8 @@ def register(app: typer.Typer) -> None:
     app.command("train-verifier")(train_verifier)
     app.command("eval-verifier")(eval_verifier)
     app.command("calibrate-verifier")(calibrate_verifier)
+    app.command("eval-battery")(eval_battery)
+    app.command("fit-combiner")(fit_combiner)
 
 
 def _resolve_base(base: str) -> str:
@@ -329,3 +331,145 @@ def calibrate_verifier(
         manifest.decision = decision
         manifest.write(model)
     typer.echo(decision.model_dump_json(indent=2))
+
+
+def eval_battery(
+    backend: Annotated[str | None, typer.Option(help="slots, nli, hybrid or llm (default: settings pipeline.verifier)")] = None,
+    data_root: Annotated[Path, typer.Option(help="folder holding dev-battery/, fever-symmetric/ and wice/")] = Path(
+        "../shared/data"
+    ),
+    sets: Annotated[list[str], typer.Option("--set", help="a set to score (repeatable; default: all five)")] = [],
+    split: Annotated[str, typer.Option(help="battery split: test (report) or train (tuning)")] = "test",
+    limit: Annotated[int, typer.Option(help="seeded sample of at most this many items per set (0: all)")] = 400,
+    seed: int = 13,
+    threads: int = 2,
+    json_out: Annotated[bool, typer.Option("--json", help="print JSON instead of a table")] = False,
+    out: Annotated[Path | None, typer.Option(help="also write the JSON here")] = None,
+    baseline: Annotated[
+        Path | None,
+        typer.Option(help="an earlier --out JSON: exit 1 where the battery mean or a set's balanced accuracy drops below it"),
+    ] = None,
+    tolerance: Annotated[float, typer.Option(help="points of balanced accuracy a --baseline allows to lose")] = 1.0,
+    ablate: Annotated[
+        bool, typer.Option(help="hybrid: also score with each rule off, and with the hand cut-offs (paired bootstrap)")
+    ] = False,
+    e2e: Annotated[
+        bool,
+        typer.Option(help="instead: stream LFQA-Verification and ExpertQA answers through factcheck serve --demo-upstream"),
+    ] = False,
+    e2e_answers: Annotated[int, typer.Option(help="--e2e: answers per set (seeded sample; 0: all)")] = 30,
+    e2e_mode: Annotated[list[str], typer.Option(help="--e2e: modes (repeatable)")] = ["annotate", "correct"],
+    e2e_serve_from: Annotated[
+        Path | None, typer.Option(help="--e2e: run the server of this checkout (an earlier commit, for before/after)")
+    ] = None,
+) -> None:
+    """Score a verifier backend on the third-party battery (ExpertQA, LFQA-Verification,
+    SummEdits test split) and FEVER-Symmetric / WiCE dev: balanced accuracy of attributable vs
+    not, AUC of P(attributable), contradiction precision, the word-overlap baseline beside it."""
+    import asyncio
+
+    from middleware.pipeline.factory import build_verifier
+    from middleware.settings import load_settings
+    from middleware.training import battery
+
+    if e2e:
+        from middleware.training import battery_e2e
+
+        results = asyncio.run(battery_e2e.run(
+                data_root, e2e_answers, e2e_mode, seed, log=lambda line: typer.echo(line, err=True), serve_from=e2e_serve_from
+            ))
+        if out:
+            out.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+        typer.echo(json.dumps(results, indent=2) if json_out else battery_e2e.render(results))
+        return
+    names = sets or list(battery.ALL_SETS)
+    settings = load_settings()
+    runtime = settings.runtime.model_copy(update={"intra_op_threads": threads})
+    verifier = build_verifier(settings.model_copy(update={"runtime": runtime}), backend)
+    samples = {
+        name: battery.sample(battery.load_set(data_root, name), split if name in battery.BATTERY_SETS else "test", limit or None, seed)
+        for name in names
+    }  # fmt: skip
+    scored = asyncio.run(battery.score_sets(verifier, samples, log=lambda line: typer.echo(line, err=True)))
+    rows = {name: s.metrics() for name, s in scored.items()}
+    result = {
+        "backend": verifier.name, "split": split, "limit": limit, "seed": seed, "sets": rows,
+        "battery_mean": battery.mean_row(rows, battery.BATTERY_SETS),
+        "mean": battery.mean_row(rows, names),
+    }  # fmt: skip
+    if ablate:
+        result["ablation"] = asyncio.run(battery.ablate(verifier, samples, scored, log=lambda line: typer.echo(line, err=True)))
+    text = json.dumps(result, indent=2)
+    if out:
+        out.write_text(text + "\n", encoding="utf-8")
+    if json_out:
+        typer.echo(text)
+    else:
+        typer.echo(battery.render_table(rows | {"battery mean": result["battery_mean"], "mean (all)": result["mean"]}))
+        if ablate:
+            typer.echo("\n" + battery.render_ablation(result["ablation"]))
+    if baseline is not None:
+        drops = battery.regressions(result, json.loads(baseline.read_text(encoding="utf-8")), tolerance)
+        for line in drops:
+            typer.echo(f"REGRESSION {line}", err=True)
+        if drops:
+            raise typer.Exit(1)
+        typer.echo(f"no set below {baseline} by more than {tolerance} points", err=True)
+
+
+def fit_combiner(
+    model: ModelDir = Path("onnx_models/verifier"),
+    data_root: Annotated[Path, typer.Option(help="folder holding dev-battery/, nli-train/ and nli-train-v2/")] = Path(
+        "../shared/data"
+    ),
+    per_set: Annotated[int, typer.Option(help="battery train rows per set (seeded sample; 0: all)")] = 800,
+    rows_file: Annotated[Path, typer.Option(help="features of every row: written, or read back with --reuse")] = Path(
+        "var/combiner/rows.jsonl"
+    ),
+    reuse: Annotated[bool, typer.Option(help="read the features from --rows-file instead of computing them")] = False,
+    write: Annotated[bool, typer.Option(help="store the combiner in the model's manifest")] = True,
+    threads: int = 2,
+) -> None:
+    """Fit the hybrid verifier's learned decision on the battery's train rows and the NLI
+    model's held-out dev pairs (never a test row), choose its thresholds out of fold, report
+    leave-one-dataset-out figures beside the hand cut-offs, and store it in the manifest."""
+    import asyncio
+
+    from middleware.pipeline.factory import build_verifier
+    from middleware.pipeline.verifiers import HybridVerifier
+    from middleware.settings import load_settings
+    from middleware.training import combiner as cb
+    from onnx_models.manifest import read_manifest
+
+    if reuse:
+        rows = cb.read_rows(rows_file)
+    else:
+        settings = load_settings()
+        runtime = settings.runtime.model_copy(update={"intra_op_threads": threads, "nli_model": str(model)})
+        verifier = build_verifier(settings.model_copy(update={"runtime": runtime}), "hybrid")
+        if not isinstance(verifier, HybridVerifier):
+            raise typer.BadParameter(f"the NLI model {model} cannot be loaded: no hybrid verifier to fit")
+        items = cb.battery_items(data_root, per_set) + cb.nli_dev_items(data_root, model)
+        typer.echo(f"reading {len(items)} claims ...", err=True)
+        rows = asyncio.run(cb.collect(verifier, items))
+        rows_file.parent.mkdir(parents=True, exist_ok=True)
+        cb.write_rows(rows, rows_file)
+    fitting = [r for r in rows if r.split != "test"]
+    names = cb.feature_names(fitting)
+    cuts = cb.thresholds(fitting, names)
+    folds = cb.leave_one_out(rows, names)
+    counts = {name: sum(r.dataset == name for r in fitting) for name in sorted({r.dataset for r in fitting})}
+    fitted_on = (
+        f"battery train rows ({per_set or 'all'} a set) and nli-train-v2 pairs of the verifier's held-out dev split: "
+        + ", ".join(f"{k} {v}" for k, v in counts.items())
+    )
+    metrics = {k: v for k, v in cuts.items() if k.startswith("oof_")} | {
+        f"lodo_{name}_{k}": v for name, fold in folds.items() for k, v in fold.items() if k in ("combiner", "hand")
+    }
+    weights = cb.to_weights(cb.fit(fitting, names), cuts, fitted_on, metrics)
+    if write:
+        manifest = read_manifest(model)
+        assert manifest.decision is not None, "calibrate the model first (factcheck calibrate-verifier)"
+        manifest.decision.combiner = weights
+        manifest.write(model)
+    typer.echo(json.dumps({"thresholds": cuts, "leave_one_dataset_out": folds, "fitted_on": fitted_on}, indent=2))

@@ -33,6 +33,7 @@ class Mismatch(BaseModel):
     evidence_span: tuple[int, int] | None = Field(
         default=None, description="replacement offsets in the passage"
     )
+    rule: str = Field(default="", description="the verifier rule that found it (``RULES``)")
 
     @property
     def tag(self) -> Literal["entity", "relation"]:

@@ -18,20 +18,47 @@ gloss over.
   ('not', 'only', 'never') stands on one side only
 - NLI neutral but every slot supported and the words covered -> attributable
 - otherwise extrapolatory
+
+These hand cut-offs decide only where the NLI model's manifest carries no learned decision.
+With one (``decision.combiner``, ``factcheck fit-combiner``), a calibrated combiner reads every
+signal above as a named feature (``features.py``) and decides: contradictory where
+P(contradictory) reaches its high-precision threshold, attributable where P(attributable)
+reaches its balanced-accuracy optimum, else extrapolatory. The slots verifier's findings still
+say where and what (span, mismatches, the evidence's replacement) for tagging and editing.
 """
 
 from __future__ import annotations
 
 import asyncio
+from dataclasses import dataclass
 
-from middleware.pipeline.alignment import split_passages
+import numpy as np
+
+from middleware.pipeline.alignment import Aligned, split_passages
+from middleware.pipeline.sentences import split_sentences
 from middleware.pipeline.slots import analyse
+from middleware.pipeline.verifiers import features as F
 from middleware.pipeline.verifiers.base import DetailedVerdict, first_given, ordered
-from middleware.pipeline.verifiers.nli import NLIVerifier
+from middleware.pipeline.verifiers.combiner import Combiner
+from middleware.pipeline.verifiers.nli import NLIAssessment, NLIVerifier, estimate_tokens
 from middleware.pipeline.verifiers.slots_verifier import SlotsVerifier
 from middleware.types import NLI_LABELS, Passage
 
 _DECISIVE = ("number", "quantity", "date", "role", "entity", "relation")
+
+
+@dataclass
+class Reading:
+    """Everything the hybrid gathered about one claim against its evidence."""
+
+    claim: str
+    evidence: list[Passage]
+    assessment: NLIAssessment
+    aligned: list[Aligned]
+    nli: DetailedVerdict
+    slots: DetailedVerdict
+    focus: np.ndarray | None  # NLI probabilities of the best-aligned sentences as one premise
+    features: dict[str, float]
 
 
 class HybridVerifier:
@@ -44,6 +71,8 @@ class HybridVerifier:
         *,
         strong_entailment: float | None = None,
         nli_only_contradiction: float | None = None,
+        combiner: Combiner | None = None,
+        learned: bool = True,
     ) -> None:
         self.nli = nli
         self.slots = slots
@@ -53,15 +82,100 @@ class HybridVerifier:
         self.nli_only_contradiction = first_given(
             nli_only_contradiction, getattr(decision, "hybrid_nli_only_contradiction", None), 0.9
         )
+        # the learned decision: given, else the NLI model's (its manifest), unless the hand cut-offs are asked for
+        weights = getattr(decision, "combiner", None)
+        self.combiner: Combiner | None = (combiner or (Combiner(weights) if weights else None)) if learned else None
 
     async def verify(
         self, claim: str, evidence: list[Passage], context: str | None = None
     ) -> DetailedVerdict:
+        return self.decide(await self.read(claim, evidence))
+
+    async def read(self, claim: str, evidence: list[Passage]) -> Reading:
+        """Score the evidence windows, align and judge the slots, score the best-aligned
+        sentences as one premise, and name every signal as a feature. Citation markers are
+        blanked out first (``mask_citations``: offsets into the claim stay valid)."""
+        claim = F.mask_citations(claim)
         assessment, aligned = await asyncio.gather(
             self.nli.assess(claim, evidence),
             self.slots.aligner.align(claim, split_passages(evidence), self.slots.top_k),
         )
-        return self.combine(claim, self.nli.decide(assessment), self.slots.judge(claim, aligned, evidence))
+        slots = self.slots.judge(claim, aligned, evidence)
+        focus = await self._focus(claim, aligned)
+        features = (
+            F.nli_features(assessment.probs, assessment.lexical, self.nli.min_align)
+            | F.focus_features(focus)
+            | F.sentence_features(await self._per_sentence(claim, evidence, assessment))
+            | F.lexical_features(claim, [p.text for p in evidence])
+            | {"lexical_best": float(assessment.lexical.max()) if len(assessment.lexical) else 0.0}
+            | F.slot_features(slots, len(analyse(claim).slots), max((a.score for a in aligned), default=0.0))
+            | F.length_features(claim, [p.text for p in evidence], len(assessment.windows))
+            | {f"rule:{r.name}": 1.0 for r in slots.rules}
+        )
+        return Reading(claim, evidence, assessment, aligned, self.nli.decide(assessment), slots, focus, features)
+
+    async def _per_sentence(self, claim: str, evidence: list[Passage], whole: NLIAssessment) -> list[np.ndarray]:
+        """Each sentence's window probabilities; a one-sentence claim (every claim the
+        proxy checks: it cuts answers into sentences) is its own, at no extra cost."""
+        spans = split_sentences(claim)
+        if len(spans) <= 1:
+            return [whole.probs]
+        assessments = await asyncio.gather(*(self.nli.assess(claim[s:e], evidence) for s, e in spans))
+        return [a.probs for a in assessments]
+
+    async def _focus(self, claim: str, aligned: list[Aligned]) -> np.ndarray | None:
+        """The aligned sentences the slots verifier reads, in passage order, as one premise:
+        a sentence copied from a long document is entailed on its own where a window packed
+        with its neighbours blurs it."""
+        chosen = [a.sentence for a in aligned if a.score >= self.slots.min_align]
+        if not chosen:
+            return None
+        budget = max(16, self.nli.max_length - estimate_tokens(claim) - 4)
+        kept, used = [], 0
+        for sentence in chosen:  # best first, within the model's length
+            cost = estimate_tokens(sentence.text)
+            if kept and used + cost > budget:
+                break
+            kept.append(sentence)
+            used += cost
+        kept.sort(key=lambda s: (s.passage_index, s.start))
+        premise = " ".join(s.text.strip() for s in kept)
+        return (await self.nli.probabilities([(premise, claim)]))[0]
+
+    def decide(self, reading: Reading) -> DetailedVerdict:
+        """The learned decision where the model has one, else the hand cut-offs; either way
+        the verdict lists the rules that fired."""
+        if self.combiner is not None:
+            verdict = self._learned(reading, self.combiner)
+        else:
+            verdict = self.combine(reading.claim, reading.nli, reading.slots)
+        return verdict.model_copy(update={"rules": list(reading.slots.rules)})
+
+    def _learned(self, reading: Reading, combiner: Combiner) -> DetailedVerdict:
+        p_attr = combiner.p_attributable(reading.features)
+        p_contra = combiner.p_contradictory(reading.features)
+        scores = ordered(
+            {"attributable": p_attr, "contradictory": (1 - p_attr) * p_contra, "extrapolatory": (1 - p_attr) * (1 - p_contra)}
+        )
+        slots, nli = reading.slots, reading.nli
+        detail = f"P(attributable)={p_attr:.2f}, P(contradictory)={p_contra:.2f}"
+        if p_contra >= combiner.contradictory_threshold:
+            lead = slots if slots.label == "contradictory" else self.nli.contradiction_verdict(reading.assessment)
+            label, reason = "contradictory", f"{lead.reason or 'the evidence contradicts the claim'} ({detail})"
+        elif p_attr >= combiner.attributable_threshold:
+            lead = nli if nli.label == "attributable" or slots.label != "attributable" else slots
+            label, reason = "attributable", f"the evidence supports the claim ({detail})"
+        else:
+            lead = slots if slots.label == "extrapolatory" else nli
+            label, reason = "extrapolatory", f"{slots.reason or nli.reason or 'not stated by the evidence'} ({detail})"
+        verdict = lead.model_copy(update={"label": label, "scores": scores, "reason": reason, "backend": self.name})
+        if label != "attributable":
+            verdict.unsupported = slots.unsupported
+            if label == "extrapolatory":
+                verdict.span = slots.span
+            if slots.mismatches and label == "contradictory":
+                verdict.span, verdict.mismatches = slots.mismatches[0].span, slots.mismatches
+        return verdict
 
     def combine(self, claim: str, nli: DetailedVerdict, slots: DetailedVerdict) -> DetailedVerdict:
         p_entail = nli.scores.get("attributable", 0.0)

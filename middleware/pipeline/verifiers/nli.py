@@ -165,6 +165,15 @@ class NLIVerifier:
                 return self._verdict("contradictory", assessment, worst, "the evidence contradicts the claim")
         return self._verdict("extrapolatory", assessment, best, "no window entails or contradicts the claim")
 
+    def contradiction_verdict(self, assessment: NLIAssessment) -> DetailedVerdict:
+        """The window that contradicts the claim most, of those about the claim where any is."""
+        if not assessment.windows:
+            return self.decide(assessment)
+        aligned = np.where(assessment.lexical >= self.min_align)[0]
+        rows = aligned if aligned.size else np.arange(len(assessment.windows))
+        worst = int(rows[np.argmax(assessment.probs[rows, 2])])
+        return self._verdict("contradictory", assessment, worst, "the evidence contradicts the claim")
+
     def _verdict(self, label: str, assessment: NLIAssessment, row: int, reason: str) -> DetailedVerdict:
         window = assessment.windows[row]
         claim = assessment.claim

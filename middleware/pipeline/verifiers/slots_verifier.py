@@ -22,6 +22,7 @@ from __future__ import annotations
 import difflib
 import logging
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from spacy.lang.en.stop_words import STOP_WORDS
@@ -43,7 +44,7 @@ from middleware.pipeline.slots import (
     slots_agree,
 )
 from middleware.pipeline.verifiers.base import DetailedVerdict, Mismatch, scores_for
-from middleware.types import Passage
+from middleware.types import Passage, RuleFinding
 
 log = logging.getLogger(__name__)
 
@@ -92,6 +93,27 @@ class _Line:
 
 _Found = tuple[Mismatch, _Line]
 
+RULES: dict[str, str] = {
+    "value_in_event": "a number, date or name of the claim that the sentence about the claim's event, about the "
+    "same subject, states otherwise in the same role",
+    "value_in_same_words": "a name that an aligned sentence replaces by another in otherwise the same words",
+    "negation": "the claim's verb negated on one side only, about the same objects",
+    "antonym": "an opposite verb (sold / bought) about the same objects",
+    "role_swap": "a participant the evidence gives another role in the claim's event",
+    "verb_of_another": "a name the evidence states only for another verb, while its document gives the claim's "
+    "verb another name (born / died in)",
+    "gap_relation": "support needs the claim's verb with its objects in the evidence",
+    "gap_polarity": "support needs the same negation and exclusivity words on both sides",
+    "gap_coverage": "support needs most of the claim's content words in the aligned evidence",
+}
+"""The slots verifier's rules by name: each is switched off by ``pipeline.rules.disabled``
+and recorded in a verdict's ``rules`` when it fires. The gaps only block support."""
+
+
+def _named(found: _Found, rule: str) -> _Found:
+    mismatch, line = found
+    return mismatch.model_copy(update={"rule": rule}), line
+
 
 class SlotsVerifier:
     """Offline verifier. ``aligner`` holds the (optional) embedder; thresholds are on the
@@ -107,12 +129,20 @@ class SlotsVerifier:
         min_align: float = 0.3,
         strong_align: float = 0.45,
         min_coverage: float = 0.7,
+        disabled: Iterable[str] = (),
     ) -> None:
         self.aligner = aligner or Aligner()
         self.top_k = top_k
         self.min_align = min_align
         self.strong_align = strong_align
         self.min_coverage = min_coverage
+        self.disabled = frozenset(disabled)
+        unknown = self.disabled - set(RULES)
+        if unknown:
+            raise ValueError(f"unknown verifier rule(s) {sorted(unknown)}; the rules are {sorted(RULES)}")
+
+    def enabled(self, rule: str) -> bool:
+        return rule not in self.disabled
 
     async def verify(
         self, claim: str, evidence: list[Passage], context: str | None = None
@@ -169,20 +199,19 @@ class SlotsVerifier:
             )
             and not (s.kind == "entity" and any(_names_topic(t, s.text) for t in titles.values()))
         ]  # fmt: skip
-        found = [
-            m for s in [*unsupported, *displaced]
-            if (m := self._conflict(s, claim, event_lines, support) or _anchored_conflict(s, claim, lines)) is not None
-        ]  # fmt: skip
-        found += [
-            m
-            for m in (
-                self._negation_conflict(claim, lines),
-                self._antonym_conflict(claim, lines),
-                self._role_conflict(claim, lines, evidence),
-                self._verb_conflict(claim, lines, support, evidence),
-            )
-            if m
-        ]
+        found: list[_Found] = []
+        for s in [*unsupported, *displaced]:
+            if self.enabled("value_in_event") and (m := self._conflict(s, claim, event_lines, support)):
+                found.append(_named(m, "value_in_event"))
+            elif self.enabled("value_in_same_words") and (m := _anchored_conflict(s, claim, lines)):
+                found.append(_named(m, "value_in_same_words"))
+        checks = {
+            "negation": lambda: self._negation_conflict(claim, lines),
+            "antonym": lambda: self._antonym_conflict(claim, lines),
+            "role_swap": lambda: self._role_conflict(claim, lines, evidence),
+            "verb_of_another": lambda: self._verb_conflict(claim, lines, support, evidence),
+        }
+        found += [_named(m, name) for name, check in checks.items() if self.enabled(name) and (m := check())]
         if not found:
             return None
         found.sort(key=lambda pair: (_KIND_PRIORITY[pair[0].kind], -pair[1].score))
@@ -201,9 +230,9 @@ class SlotsVerifier:
     def _supported(
         self, claim: Analysis, lines: list[_Line], support: dict[Slot, _Line], unsupported: list[Slot]
     ) -> DetailedVerdict:
-        coverage = _coverage(claim, lines, support)
-        relation_ok = _relation_supported(claim, lines, support)
-        markers = _missing_markers(claim, lines)
+        coverage = _coverage(claim, lines, support) if self.enabled("gap_coverage") else 1.0
+        relation_ok = _relation_supported(claim, lines, support) if self.enabled("gap_relation") else True
+        markers = _missing_markers(claim, lines) if self.enabled("gap_polarity") else []
         best = max(lines, key=lambda ln: (sum(1 for v in support.values() if v is ln), ln.score))
         if not unsupported and relation_ok and not markers and coverage >= self.min_coverage:
             confidence = 0.5 + 0.45 * min(1.0, (best.score + coverage) / 2)
@@ -258,6 +287,8 @@ class SlotsVerifier:
             mismatches=mismatches or [],
             unsupported=unsupported or [],
             gaps=gaps or [],  # type: ignore[arg-type]
+            rules=[RuleFinding(name=m.rule, span=m.span, detail=f"{m.kind}: {m.text!r}") for m in mismatches or []]
+            + [RuleFinding(name=f"gap_{g}") for g in gaps or []],
         )
 
     def _conflict(

@@ -1,6 +1,7 @@
 """One checked stream, many faces: the same scripted answer through the SSE endpoint, the
-non-stream endpoint, the websocket, the LangChain Runnable and callback, and ``factcheck
-check`` gives the same text and the same reports and summary in every mode."""
+non-stream endpoint, the websocket, the Responses and Messages front doors (stream and not),
+the LangChain Runnable and callback, and ``factcheck check`` gives the same text and the same
+reports and summary in every mode."""
 
 from __future__ import annotations
 
@@ -15,7 +16,10 @@ from langchain_core.messages import AIMessageChunk
 from adapters.langchain import FactCheckCallbackHandler, FactCheckedChatModel
 from middleware.chat.check_command import answer_json
 from middleware.chat.checked_stream import check_answer
+from adapters.demo_upstream import DemoAnswers
 from middleware.chat.protocol import ChatChunk, ChatCompletion, SentenceEvent, SummaryEvent, WsDone, WsStart
+from middleware.messages.protocol import MessageObject, MessagesFactcheck
+from middleware.responses.protocol import ResponseFactcheck, ResponseObject
 from middleware.chat.wire import ReceivedReports
 from middleware.checking import CheckRunner
 from middleware.settings import CheckSettings
@@ -82,6 +86,62 @@ async def through_non_stream(proxy, mode: Mode) -> tuple[str, dict[str, Any]]:
     return text, comparable(factcheck.reports, factcheck.summary)
 
 
+def face_body(api: str, mode: Mode, stream: bool) -> dict[str, Any]:
+    """A Responses or Messages request for the answer (the demo LLM answers QUESTION with it: the
+    chat upstream gets the request translated, without the test's ``mock`` field)."""
+    if api == "responses":
+        return {"model": "m", "stream": stream, "input": QUESTION, "factcheck": {"mode": mode.value}}
+    return {"model": "m", "max_tokens": 500, "stream": stream, "messages": [{"role": "user", "content": QUESTION}],
+            "factcheck": {"mode": mode.value}}
+
+
+TEXT_OF = {"responses": lambda e: e.get("delta") if e["type"] == "response.output_text.delta" else None,
+           "messages": lambda e: e["delta"].get("text") if e["type"] == "content_block_delta" else None}
+EXTENSION = {"responses": ResponseFactcheck, "messages": MessagesFactcheck}
+
+
+async def through_typed_events(proxy, mode: Mode, api: str) -> tuple[str, dict[str, Any]]:
+    received, reports, summary, text = ReceivedReports(), [], None, []
+    async with aiohttp.ClientSession() as session:
+        async with session.post(f"{proxy.url}/{api}", json=face_body(api, mode, True)) as response:
+            assert response.status == 200 and response.headers["X-Factcheck-Mode"] == mode.value
+            async for line in response.content:
+                if not line.startswith(b"data:"):
+                    continue
+                event = json.loads(line[5:])
+                if (piece := TEXT_OF[api](event)) is not None:
+                    text.append(piece)
+                if "factcheck" in event:
+                    EXTENSION[api].model_validate(event)
+                    checked = received.event(event["factcheck"])
+                    if isinstance(checked, SentenceEvent):
+                        reports.append(checked.report)
+                    else:
+                        summary = checked.summary
+    return "".join(text), comparable(reports, summary)
+
+
+async def through_typed_non_stream(proxy, mode: Mode, api: str) -> tuple[str, dict[str, Any]]:
+    async with aiohttp.ClientSession() as session:
+        async with session.post(f"{proxy.url}/{api}", json=face_body(api, mode, False)) as response:
+            data = await response.json()
+    if api == "responses":
+        answer = ResponseObject.model_validate(data)
+        text = "".join(part["text"] for item in data["output"] for part in item["content"])
+    else:
+        answer = MessageObject.model_validate(data)
+        text = "".join(block["text"] for block in data["content"])
+    if answer.factcheck is None:
+        return text, comparable([], None)
+    return text, comparable(answer.factcheck.reports, answer.factcheck.summary)
+
+
+async def parity_proxy(make_proxy):
+    proxy = await make_proxy(ScriptedChecker(FIXES))
+    proxy.upstream.answers = DemoAnswers(answers=[{"keywords": ["curie"], "answer": ANSWER}])
+    return proxy
+
+
 async def through_websocket(proxy, mode: Mode) -> tuple[str, dict[str, Any]]:
     async with aiohttp.ClientSession() as session:
         async with session.ws_connect(f"{proxy.url}/ws") as ws:
@@ -122,12 +182,16 @@ async def through_check_command(runner: CheckRunner, mode: Mode) -> tuple[str, d
 
 @pytest.mark.parametrize("mode", [Mode.ANNOTATE, Mode.CORRECT])
 async def test_every_face_gives_the_same_text_reports_and_summary(make_proxy, mode):
-    proxy = await make_proxy(ScriptedChecker(FIXES))
+    proxy = await parity_proxy(make_proxy)
     runner = CheckRunner(ScriptedChecker(FIXES), CheckSettings(sentence_budget_s=10))
     faces = {
         "sse": await through_sse(proxy, mode),
         "non-stream": await through_non_stream(proxy, mode),
         "websocket": await through_websocket(proxy, mode),
+        "responses": await through_typed_events(proxy, mode, "responses"),
+        "responses non-stream": await through_typed_non_stream(proxy, mode, "responses"),
+        "messages": await through_typed_events(proxy, mode, "messages"),
+        "messages non-stream": await through_typed_non_stream(proxy, mode, "messages"),
         "langchain runnable": await through_runnable(runner, mode),
         "check command": await through_check_command(runner, mode),
     }
@@ -144,10 +208,12 @@ async def test_every_face_gives_the_same_text_reports_and_summary(make_proxy, mo
 
 
 async def test_off_mode_is_the_answer_alone_on_every_face(make_proxy):
-    proxy = await make_proxy(ScriptedChecker(FIXES))
+    proxy = await parity_proxy(make_proxy)
     runner = CheckRunner(ScriptedChecker(FIXES), CheckSettings())
     empty = comparable([], None)
     for face in (await through_sse(proxy, Mode.OFF), await through_non_stream(proxy, Mode.OFF),
-                 await through_websocket(proxy, Mode.OFF), await through_runnable(runner, Mode.OFF),
+                 await through_websocket(proxy, Mode.OFF),
+                 *[await through(proxy, Mode.OFF, api) for through in (through_typed_events, through_typed_non_stream)
+                   for api in ("responses", "messages")], await through_runnable(runner, Mode.OFF),
                  await through_check_command(runner, Mode.OFF)):
         assert face == (ANSWER, empty)

@@ -395,3 +395,41 @@ def test_a_sentence_supporting_a_value_must_be_about_the_claim() -> None:
     assert _with_support(born, f"{born} In 1859 he married Marie.", None, edited) is None
     supported = _with_support(born, f"{born} He was born in 1859.", None, edited)
     assert supported == f"{born} He was born in 1859."
+
+
+# --- edits of the right kind only -----------------------------------------------------------
+
+
+def _edit_of(sentence: str, old: str, new: str) -> Edit:
+    start = sentence.index(old)
+    return Edit(start=start, end=start + len(old), original=old, replacement=new)
+
+
+@pytest.mark.parametrize(
+    ("sentence", "old", "new", "evidence", "problem"),
+    [
+        # a heading cut from an unrelated page is no whole value of the evidence sentence
+        ("Transformers changed NLP research in 2017.", "NLP", "Meme Status Submission Type",
+         "Meme Status Submission Type Image Macro Year 2012 Origin Reddit.", "no number, date or name"),
+        # a date in place of a quantity
+        ("The Eiffel Tower is 300 metres tall.", "300 metres", "1889",
+         "The Eiffel Tower is 330 metres tall and was completed in 1889.", "would put a date in place of"),
+        # a figure of another dimension
+        ("The bridge is 300 metres long.", "300 metres", "40 tonnes",
+         "The bridge is 40 tonnes heavier and 320 metres long.", "would put a"),
+        # well-formed swaps: the whole value, its figure, a coarser date, a surname for a surname
+        ("The Eiffel Tower is 300 metres tall.", "300 metres", "330 metres",
+         "The Eiffel Tower is 330 metres tall and was completed in 1889.", None),
+        ("The Eiffel Tower is 300 metres tall.", "300", "330",
+         "The Eiffel Tower is 330 metres tall and was completed in 1889.", None),
+        ("Marie Curie was born in Warsaw in 1868.", "1868", "1867",
+         "Marie Curie was born on 7 November 1867 in Warsaw, Poland.", None),
+        ("Marie Curie was born in Paris in 1867.", "Paris", "Warsaw",
+         "Marie Curie was born on 7 November 1867 in Warsaw, Poland.", None),
+    ],
+)  # fmt: skip
+def test_kind_problem(sentence: str, old: str, new: str, evidence: str, problem: str | None) -> None:
+    from middleware.revise.gate import kind_problem
+
+    found = kind_problem(sentence, _edit_of(sentence, old, new), evidence)
+    assert (found is None) if problem is None else (found is not None and problem in found)

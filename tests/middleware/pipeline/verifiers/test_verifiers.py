@@ -362,7 +362,7 @@ def test_detailed_verdict_goes_on_the_wire_as_a_plain_verdict() -> None:
     verdict = _slots_verifier().judge("x", [])
     verdict.mismatches = [Mismatch(kind="date", span=(0, 1), text="x", replacement="y", evidence_index=0)]
     wire = SentenceReport(index=0, start=0, end=1, text="x", verdict=verdict).model_dump()["verdict"]
-    assert set(wire) == {"label", "scores", "evidence_id", "evidence_sentence", "span", "reason", "backend"}
+    assert set(wire) == {"label", "scores", "evidence_id", "evidence_sentence", "span", "reason", "backend", "rules"}
 
 
 # --- the claim's event decides, not a value stated elsewhere --------------------------------

@@ -1,0 +1,334 @@
+"""The third-party battery: the yardstick of verdicts (``factcheck eval-battery``).
+
+Sentences of LLM answers and summaries judged by people against the documents they came
+from (``dev-battery/``: ExpertQA, LFQA-Verification, SummEdits, each row marked ``train`` or
+``test`` with whole questions or documents on one side) plus FEVER-Symmetric and WiCE dev.
+Every set is scored the same way, on a fixed seeded sample: balanced accuracy of attributable
+vs not (what the product acts on: support or flag), ROC AUC of P(attributable), contradiction
+precision where gold has contradictions, and the word-overlap baseline beside it. The
+project tunes nothing on the ``test`` rows; FEVER-Symmetric and WiCE are never tuned on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+import re
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from middleware.training.evaluation import PASSAGE_SENTENCES, balanced_accuracy, load_fever_symmetric
+
+if TYPE_CHECKING:
+    from middleware.pipeline.verifiers import HybridVerifier, Verifier
+
+BATTERY_SETS = ("expertqa", "lfqa_verification", "summedits")
+"""The files of ``dev-battery/`` (``<name>.jsonl``), split into ``train`` and ``test``."""
+EXTRA_SETS = ("fever_symmetric", "wice")
+"""Dev sets scored beside the battery (never tuned on; every row is 'test')."""
+ALL_SETS = BATTERY_SETS + EXTRA_SETS
+DEFAULT_LIMIT = 400
+DEFAULT_SEED = 13
+OVERLAP_CUT = 0.6
+"""The word-overlap baseline calls a claim attributable when at least this share of its
+words is in one evidence item."""
+
+_WORD = re.compile(r"\w+")
+
+
+@dataclass(frozen=True)
+class Item:
+    """One claim with its evidence; ``gold`` is one of NLI_LABELS."""
+
+    id: str
+    dataset: str
+    claim: str
+    evidence: list[str]
+    gold: str
+    split: str = "test"
+    context: str | None = None
+
+
+def _read_jsonl(path: Path) -> Iterable[dict[str, Any]]:
+    with open(path, encoding="utf-8") as handle:
+        for line in handle:
+            if line.strip():
+                yield json.loads(line)
+
+
+def _battery_file(path: Path, dataset: str) -> list[Item]:
+    return [
+        Item(
+            id=row["id"], dataset=dataset, claim=row["claim"], evidence=[e for e in row["evidence"] if e.strip()],
+            gold="attributable" if row["label"] == "supported" else "extrapolatory",
+            split=row["split"], context=row.get("context"),
+        )  # fmt: skip
+        for row in _read_jsonl(path)
+    ]
+
+
+def _wice(path: Path) -> list[Item]:
+    """WiCE's cited page cut into passages of ``PASSAGE_SENTENCES`` sentences, as the local
+    index's (``load_wice``); partially supported counts as not attributable."""
+    from middleware.pipeline.verifiers.base import to_verdict_label
+
+    out = []
+    for n, row in enumerate(_read_jsonl(path)):
+        lines = [s for s in row["evidence"] if s.strip()]
+        passages = ["\n".join(lines[i : i + PASSAGE_SENTENCES]) for i in range(0, len(lines), PASSAGE_SENTENCES)]
+        out.append(Item(f"wice-{n}", "wice", row["claim"], passages, to_verdict_label(row["label"])))
+    return out
+
+
+def _fever_symmetric(path: Path) -> list[Item]:
+    return [
+        Item(f"fever_symmetric-{n}", "fever_symmetric", e.claim, e.evidence, e.gold)
+        for n, e in enumerate(load_fever_symmetric(path))
+    ]
+
+
+def load_set(data_root: Path, dataset: str) -> list[Item]:
+    """Every row of one set; ``data_root`` is the folder holding ``dev-battery/``,
+    ``fever-symmetric/`` and ``wice/`` (``../shared/data``)."""
+    if dataset in BATTERY_SETS:
+        return _battery_file(data_root / "dev-battery" / f"{dataset}.jsonl", dataset)
+    if dataset == "fever_symmetric":
+        return _fever_symmetric(data_root / "fever-symmetric")
+    if dataset == "wice":
+        return _wice(data_root / "wice" / "claim_dev.jsonl")
+    raise ValueError(f"unknown set {dataset!r}; expected one of {ALL_SETS}")
+
+
+def sample(items: Sequence[Item], split: str, limit: int | None, seed: int = DEFAULT_SEED) -> list[Item]:
+    """The rows of ``split`` (the extra sets have only 'test'), a fixed seeded sample of at
+    most ``limit`` of them, in file order."""
+    rows = [i for i in items if i.split == split]
+    if limit is None or len(rows) <= limit:
+        return rows
+    keep = sorted(random.Random(seed).sample(range(len(rows)), limit))
+    return [rows[i] for i in keep]
+
+
+def word_overlap(claim: str, evidence: Sequence[str]) -> float:
+    """The largest share of the claim's distinct words found in one evidence item."""
+    words = set(_WORD.findall(claim.lower()))
+    if not words or not evidence:
+        return 0.0
+    return max(len(words & set(_WORD.findall(e.lower()))) / len(words) for e in evidence)
+
+
+def roc_auc(gold: Sequence[bool], scores: Sequence[float]) -> float:
+    """Probability that a random positive scores above a random negative (ties count half)."""
+    g, s = np.asarray(gold, bool), np.asarray(scores, float)
+    pos, neg = s[g], s[~g]
+    if not len(pos) or not len(neg):
+        return float("nan")
+    order = np.argsort(np.concatenate([pos, neg]), kind="mergesort")
+    ranks = np.empty(len(order))
+    values = np.concatenate([pos, neg])[order]
+    # average ranks over ties
+    start = 0
+    for end in range(1, len(values) + 1):
+        if end == len(values) or values[end] != values[start]:
+            ranks[order[start:end]] = (start + end + 1) / 2
+            start = end
+    return float((ranks[: len(pos)].sum() - len(pos) * (len(pos) + 1) / 2) / (len(pos) * len(neg)))
+
+
+@dataclass
+class Scored:
+    """A verifier's verdicts on one set, item by item."""
+
+    dataset: str
+    items: list[Item]
+    labels: list[str] = field(default_factory=list)
+    p_attributable: list[float] = field(default_factory=list)
+    rules: list[list[str]] = field(default_factory=list)
+    seconds: float = 0.0
+
+    def metrics(self) -> dict[str, Any]:
+        gold = [i.gold == "attributable" for i in self.items]
+        overlap = [word_overlap(i.claim, i.evidence) for i in self.items]
+        out: dict[str, Any] = {
+            "n": len(self.items),
+            "balanced_accuracy": round(100 * balanced_accuracy(gold, [x == "attributable" for x in self.labels]), 1),
+            "auc": round(100 * roc_auc(gold, self.p_attributable), 1),
+            "overlap_balanced_accuracy": round(100 * balanced_accuracy(gold, [o >= OVERLAP_CUT for o in overlap]), 1),
+            "overlap_auc": round(100 * roc_auc(gold, overlap), 1),
+            "seconds_per_item": round(self.seconds / max(1, len(self.items)), 3),
+        }
+        if any(i.gold == "contradictory" for i in self.items):
+            flagged = [i.gold == "contradictory" for i, x in zip(self.items, self.labels, strict=True) if x == "contradictory"]
+            out["contradiction_precision"] = round(100 * float(np.mean(flagged)), 1) if flagged else None
+            out["contradictions_flagged"] = len(flagged)
+        return out
+
+
+async def score(verifier: Verifier, dataset: str, items: Sequence[Item], concurrency: int = 4) -> Scored:
+    """Verify every item through the product's ``Verifier`` interface (evidence windowed as
+    in serving); the claim as written, the question as context."""
+    from middleware.pipeline.verifiers import passages_from_texts
+
+    semaphore = asyncio.Semaphore(concurrency)
+
+    async def one(item: Item) -> tuple[str, float, list[str]]:
+        async with semaphore:
+            verdict = await verifier.verify(item.claim, passages_from_texts(item.evidence), item.context)
+            return verdict.label, float(verdict.scores.get("attributable", 0.0)), [r.name for r in verdict.rules]
+
+    started = time.perf_counter()
+    results = await asyncio.gather(*(one(i) for i in items))
+    scored = Scored(dataset, list(items), seconds=time.perf_counter() - started)
+    for label, p, rules in results:
+        scored.labels.append(label)
+        scored.p_attributable.append(p)
+        scored.rules.append(rules)
+    return scored
+
+
+def mean_row(rows: dict[str, dict[str, Any]], sets: Sequence[str]) -> dict[str, Any]:
+    """The unweighted mean over ``sets`` of each metric every one of them has."""
+    present = [rows[s] for s in sets if s in rows]
+    keys = ("balanced_accuracy", "auc", "overlap_balanced_accuracy", "overlap_auc")
+    return {k: round(float(np.mean([r[k] for r in present])), 1) for k in keys} | {"sets": len(present)}
+
+
+def render_table(rows: dict[str, dict[str, Any]]) -> str:
+    """A plain-text table of the per-set rows, the battery mean and the mean of all sets."""
+    head = f"{'set':<20}{'n':>5}{'bal.acc':>9}{'overlap':>9}{'AUC':>7}{'ov.AUC':>8}{'contr.P':>9}{'s/item':>8}"
+    lines = [head, "-" * len(head)]
+    for name, r in rows.items():
+        contra = r.get("contradiction_precision")
+        seconds = f"{r['seconds_per_item']:.3f}" if "seconds_per_item" in r else ""
+        lines.append(
+            f"{name:<20}{r.get('n', ''):>5}{r['balanced_accuracy']:>9.1f}{r['overlap_balanced_accuracy']:>9.1f}"
+            f"{r['auc']:>7.1f}{r['overlap_auc']:>8.1f}{(f'{contra:.1f}' if contra is not None else '-'):>9}"
+            f"{seconds:>8}"
+        )
+    return "\n".join(lines)
+
+
+def regressions(result: dict[str, Any], baseline: dict[str, Any], tolerance: float = 1.0) -> list[str]:
+    """Where ``result`` (an ``eval-battery`` JSON) falls more than ``tolerance`` points of
+    balanced accuracy below ``baseline``: the battery mean and every set both have."""
+    out = []
+    pairs = [("battery mean", result["battery_mean"], baseline["battery_mean"])] + [
+        (name, row, baseline["sets"][name]) for name, row in result["sets"].items() if name in baseline["sets"]
+    ]
+    for name, now, before in pairs:
+        if now["balanced_accuracy"] < before["balanced_accuracy"] - tolerance:
+            out.append(f"{name}: balanced accuracy {now['balanced_accuracy']} < baseline {before['balanced_accuracy']} - {tolerance}")
+    return out
+
+
+def _balanced_accuracies(gold: np.ndarray, predicted: np.ndarray, index: np.ndarray) -> np.ndarray:
+    """Balanced accuracy of each row of ``index`` (resampled item indices) at once."""
+    g, p = gold[index], predicted[index]
+    recalls = []
+    for value in (True, False):
+        members = g == value
+        count = members.sum(axis=1)
+        hits = (members & (p == value)).sum(axis=1)
+        recalls.append(np.where(count > 0, hits / np.maximum(count, 1), np.nan))
+    return np.nanmean(np.stack(recalls), axis=0)
+
+
+def paired_bootstrap(
+    base: dict[str, Scored], other: dict[str, Scored], resamples: int = 1000, seed: int = 0
+) -> tuple[float, float, float]:
+    """The change of the mean balanced accuracy (points) from ``base`` to ``other`` over the
+    same items, with its 95% interval: items resampled within each set, both verdicts of an
+    item kept together."""
+    rng = np.random.default_rng(seed)
+    diffs = np.zeros(resamples)
+    for name, scored in base.items():
+        gold = np.asarray([i.gold == "attributable" for i in scored.items])
+        a = np.asarray([x == "attributable" for x in scored.labels])
+        b = np.asarray([x == "attributable" for x in other[name].labels])
+        index = rng.integers(0, len(gold), size=(resamples, len(gold)))
+        diffs += _balanced_accuracies(gold, b, index) - _balanced_accuracies(gold, a, index)
+    diffs *= 100 / len(base)
+    point = float(np.mean([
+        balanced_accuracy([i.gold == "attributable" for i in s.items], [x == "attributable" for x in other[n].labels])
+        - balanced_accuracy([i.gold == "attributable" for i in s.items], [x == "attributable" for x in s.labels])
+        for n, s in base.items()
+    ])) * 100  # fmt: skip
+    low, high = np.percentile(diffs, [2.5, 97.5])
+    return round(point, 2), round(float(low), 2), round(float(high), 2)
+
+
+async def score_sets(
+    verifier: Verifier, samples: dict[str, list[Item]], log: Callable[[str], None] | None = None
+) -> dict[str, Scored]:
+    out = {}
+    for name, items in samples.items():
+        out[name] = await score(verifier, name, items)
+        if log is not None:
+            log(f"{name}: {out[name].metrics()}")
+    return out
+
+
+def _hold_caches(verifier: HybridVerifier, items: int) -> None:
+    """Ablation runs score the same pairs again: keep every NLI score and parse of the run."""
+    from middleware.pipeline import slots
+
+    verifier.nli.cache_size = max(verifier.nli.cache_size, 64 * items)
+    slots.set_cache_size(max(slots.cache_size(), 16 * items))
+
+
+async def ablate(
+    verifier: Verifier, samples: dict[str, list[Item]], base: dict[str, Scored],
+    log: Callable[[str], None] | None = None,
+) -> dict[str, dict[str, Any]]:  # fmt: skip
+    """Each rule of the slots verifier switched off alone, and the hand cut-offs in place of
+    the learned decision: the change of every set's balanced accuracy and of the mean (with
+    its paired bootstrap interval) against ``base``."""
+    from middleware.pipeline.verifiers import HybridVerifier
+    from middleware.pipeline.verifiers.slots_verifier import RULES
+
+    if not isinstance(verifier, HybridVerifier):
+        raise ValueError("--ablate needs the hybrid verifier (its rules and its decision)")
+    _hold_caches(verifier, sum(len(v) for v in samples.values()))
+    disabled, combiner = verifier.slots.disabled, verifier.combiner
+    variants: dict[str, Callable[[], None]] = {
+        rule: (lambda rule=rule: setattr(verifier.slots, "disabled", disabled | {rule})) for rule in RULES
+    }
+    if combiner is not None:
+        variants["learned_decision"] = lambda: setattr(verifier, "combiner", None)
+    out: dict[str, dict[str, Any]] = {}
+    for name, switch_off in variants.items():
+        switch_off()
+        try:
+            other = await score_sets(verifier, samples)
+        finally:
+            verifier.slots.disabled, verifier.combiner = disabled, combiner
+        battery_sets = {k: v for k, v in base.items() if k in BATTERY_SETS}
+        point, low, high = paired_bootstrap(battery_sets, {k: other[k] for k in battery_sets})
+        out[name] = {
+            "battery_mean_change": point, "interval": [low, high],
+            "fired": sum(1 for s in base.values() for r in s.rules if name in r),
+            "sets": {k: round(other[k].metrics()["balanced_accuracy"] - base[k].metrics()["balanced_accuracy"], 1) for k in base},
+        }  # fmt: skip
+        if log is not None:
+            log(f"without {name}: {out[name]}")
+    return out
+
+
+def render_ablation(rows: dict[str, dict[str, Any]]) -> str:
+    """One line per rule: the battery mean's change when it is off, its interval, per set."""
+    sets = list(next(iter(rows.values()))["sets"]) if rows else []
+    head = f"{'without':<22}{'fired':>6}{'mean chg':>10}{'95% interval':>17}" + "".join(f"{s[:10]:>11}" for s in sets)
+    lines = [head, "-" * len(head)]
+    for name, r in rows.items():
+        low, high = r["interval"]
+        lines.append(
+            f"{name:<22}{r['fired']:>6}{r['battery_mean_change']:>10.2f}{f'[{low:.2f}, {high:.2f}]':>17}"
+            + "".join(f"{r['sets'][s]:>11.1f}" for s in sets)
+        )
+    return "\n".join(lines)

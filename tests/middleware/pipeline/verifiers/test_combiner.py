@@ -1,0 +1,95 @@
+"""The hybrid verifier's learned decision: the combiner's arithmetic, the decision it makes,
+the rules a verdict records and the rules settings switch off."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from middleware.pipeline.alignment import Aligner
+from middleware.pipeline.factory import build_verifier
+from middleware.pipeline.verifiers import HybridVerifier, NLIVerifier, SlotsVerifier, passages_from_texts
+from middleware.pipeline.verifiers.combiner import Combiner
+from middleware.pipeline.verifiers.features import FEATURES
+from middleware.pipeline.verifiers.slots_verifier import RULES
+from middleware.settings import load_settings
+from onnx_models.manifest import CombinerWeights, Tree, TreeEnsemble
+from tests.support.pipeline_doubles import HashingEmbedder, RulePairScorer
+
+TOWER = "The Eiffel Tower is 330 metres tall and was completed in 1889."
+
+
+def _stump(feature: str, threshold: float, low: float, high: float) -> Tree:
+    """One question: ``low`` where the feature is at most ``threshold``, else ``high``."""
+    return Tree(feature=[feature, None, None], threshold=[threshold, 0.0, 0.0], left=[1, -1, -1], right=[2, -1, -1],
+                value=[0.0, low, high])  # fmt: skip
+
+
+def _weights(attr: list[Tree], contra: list[Tree], **cuts: float) -> CombinerWeights:
+    return CombinerWeights(
+        features=sorted({f for t in attr + contra for f in t.feature if f}),
+        attributable=TreeEnsemble(init=0.0, trees=attr), contradictory=TreeEnsemble(init=-1.0, trees=contra),
+        attributable_threshold=cuts.get("attributable", 0.5), contradictory_threshold=cuts.get("contradictory", 0.9),
+        edit_threshold=cuts.get("edit", 0.8), fitted_on="test",
+    )  # fmt: skip
+
+
+def test_combiner_walks_its_trees() -> None:
+    combiner = Combiner(_weights([_stump("a", 1.0, -1.0, 2.0), _stump("b", 0.0, 0.5, -0.5)], [_stump("a", 1.0, 0.0, 3.0)]))
+    assert combiner.p_attributable({"a": 3.0, "b": 1.0}) == pytest.approx(1 / (1 + math.exp(-(2.0 - 0.5))))
+    assert combiner.p_attributable({"a": 1.0, "b": -1.0}) == pytest.approx(1 / (1 + math.exp(-(-1.0 + 0.5))))
+    assert combiner.p_contradictory({"a": 2.0}) == pytest.approx(1 / (1 + math.exp(-2.0)))
+    # a feature the reading lacks reads 0 (a rule that did not fire)
+    assert combiner.p_attributable({}) == pytest.approx(1 / (1 + math.exp(-(-1.0 + 0.5))))
+
+
+def _hybrid(combiner: Combiner | None, probs: list[float]) -> HybridVerifier:
+    return HybridVerifier(NLIVerifier(RulePairScorer(lambda p, h: probs)), SlotsVerifier(Aligner(HashingEmbedder())), combiner=combiner)
+
+
+async def test_learned_decision_follows_the_thresholds_not_the_hand_cut_offs() -> None:
+    claim, evidence = "The Eiffel Tower is 330 metres tall.", passages_from_texts([TOWER])
+    # NLI confident and slots agree: the hand cut-offs say attributable
+    assert (await _hybrid(None, [0.9, 0.05, 0.05]).verify(claim, evidence)).label == "attributable"
+    # a combiner that reads only the focus entailment, with a threshold above it: not attributable
+    strict = Combiner(_weights([_stump("focus_entail", 0.0, -1.0, 1.0)], [_stump("focus_contra", 0.0, 0.0, 1.0)], attributable=0.99))
+    verdict = await _hybrid(strict, [0.9, 0.05, 0.05]).verify(claim, evidence)
+    assert verdict.label == "extrapolatory" and "P(attributable)=" in (verdict.reason or "")
+    assert verdict.scores["attributable"] == pytest.approx(1 / (1 + math.exp(-1.0)), abs=1e-3)  # focus_entail logit(0.9) > 0
+    lenient = Combiner(_weights([_stump("focus_entail", 0.0, -1.0, 1.0)], [_stump("focus_contra", 0.0, 0.0, 1.0)], attributable=0.5))
+    assert (await _hybrid(lenient, [0.9, 0.05, 0.05]).verify(claim, evidence)).label == "attributable"
+
+
+async def test_learned_contradiction_keeps_the_slots_mismatch_for_editing() -> None:
+    claim, evidence = "The Eiffel Tower is 300 metres tall.", passages_from_texts([TOWER])
+    combiner = Combiner(_weights([_stump("focus_entail", 0.0, -1.0, 1.0)], [_stump("rule:value_in_event", 0.5, -5.0, 10.0)], contradictory=0.9))
+    verdict = await _hybrid(combiner, [0.85, 0.1, 0.05]).verify(claim, evidence)
+    assert verdict.label == "contradictory" and verdict.replacement == "330 metres"
+    assert [r.name for r in verdict.rules] == ["value_in_event"] and verdict.rules[0].span == (20, 30)
+
+
+async def test_a_disabled_rule_does_not_fire_and_unknown_names_are_refused() -> None:
+    claim, evidence = "The Eiffel Tower is 300 metres tall.", passages_from_texts([TOWER])
+    on = await SlotsVerifier(Aligner(HashingEmbedder())).verify(claim, evidence)
+    off = await SlotsVerifier(Aligner(HashingEmbedder()), disabled=["value_in_event", "value_in_same_words"]).verify(claim, evidence)
+    assert on.label == "contradictory" and off.label != "contradictory" and not off.mismatches
+    assert "value_in_event" not in [r.name for r in off.rules]
+    with pytest.raises(ValueError, match="unknown verifier rule"):
+        SlotsVerifier(disabled=["no_such_rule"])
+
+
+def test_settings_reach_the_verifier(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("FACTCHECK_PIPELINE__RULES__DISABLED", '["negation", "role_swap"]')
+    monkeypatch.setenv("FACTCHECK_PIPELINE__RULES__DECISION", "hand")
+    settings = load_settings()
+    verifier = build_verifier(settings, "hybrid", embedder=HashingEmbedder(), scorer=RulePairScorer(lambda p, h: [0.3, 0.4, 0.3]))
+    assert isinstance(verifier, HybridVerifier) and verifier.combiner is None
+    assert verifier.slots.disabled == {"negation", "role_swap"}
+
+
+async def test_every_feature_is_read_and_rules_are_named_features() -> None:
+    reading = await _hybrid(None, [0.6, 0.3, 0.1]).read("The Eiffel Tower is 300 metres tall.", passages_from_texts([TOWER]))
+    assert set(FEATURES) <= set(reading.features)
+    assert all(math.isfinite(v) for v in reading.features.values())
+    assert reading.features["rule:value_in_event"] == 1.0 and set(RULES) >= {"value_in_event"}
