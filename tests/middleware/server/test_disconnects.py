@@ -121,3 +121,25 @@ async def test_a_finished_answer_is_still_ok(make_proxy):
     async with aiohttp.ClientSession() as s, s.post(f"{proxy.url}/chat/completions", json=body("annotate")) as r:
         assert r.status == 200 and (await r.text()).rstrip().endswith("[DONE]")
     assert await settle("chat", before) == {"ok": 1}
+
+
+FACE_BODIES = {
+    "responses": lambda mode: {"model": "m", "input": "q", "stream": True,
+                               "mock": {"text": TEXT, "token_rate": 200}, "factcheck": {"mode": mode}},
+    "messages": lambda mode: {"model": "m", "max_tokens": 500, "stream": True, "messages": [{"role": "user", "content": "q"}],
+                              "mock": {"text": TEXT, "token_rate": 200}, "factcheck": {"mode": mode}},
+}
+
+
+@pytest.mark.parametrize("face", ["responses", "messages"])
+@pytest.mark.parametrize("mode", ["off", "annotate"])
+async def test_a_client_leaving_a_typed_event_face_mid_stream_is_client_gone(make_proxy, caplog, face, mode):
+    proxy = await make_proxy(ScriptedChecker(), **{"upstream.api": face})
+    before = counts(face)
+    with caplog.at_level(logging.INFO):
+        async with aiohttp.ClientSession() as s:
+            async with s.post(f"{proxy.url}/{face}", json=FACE_BODIES[face](mode)) as r:
+                assert r.status == 200
+                await r.content.readany()
+        assert await settle(face, before) == {"client_gone": 1}
+    assert errors(caplog) == []

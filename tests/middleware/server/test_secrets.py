@@ -53,6 +53,7 @@ class EchoingGateway:
     def __init__(self) -> None:
         self.app = web.Application()
         self.app.router.add_post("/v1/chat/completions", self.chat)
+        self.app.router.add_post("/v1/messages", self.messages)
         self.app.router.add_get("/v1/models", self.models)
 
     @staticmethod
@@ -61,6 +62,12 @@ class EchoingGateway:
         return web.json_response({"error": {
             "message": f"Incorrect API key provided: {presented}", "type": "invalid_request_error",
             "param": None, "code": "invalid_api_key", "received_headers": {"authorization": presented}}}, status=status)
+
+    async def messages(self, request: web.Request) -> web.Response:
+        """An Anthropic-style error echoing the x-api-key received."""
+        presented = request.headers.get("x-api-key", "")
+        return web.json_response({"type": "error", "error": {
+            "type": "authentication_error", "message": f"invalid x-api-key: {presented}"}}, status=401)
 
     async def models(self, request: web.Request) -> web.Response:
         return self.echo(request, 403)
@@ -137,6 +144,17 @@ async def test_an_upstream_error_echoing_the_upstream_key_is_redacted(proxy_to_g
     error = json.loads(text)["error"]
     assert error["message"] == f"Incorrect API key provided: Bearer {REDACTED}"  # the rest of the error stands
     assert error["received_headers"] == {"authorization": f"Bearer {REDACTED}"} and error["code"] == "invalid_api_key"
+
+
+@pytest.mark.parametrize("configured", [True, False])
+async def test_a_messages_upstream_echoing_its_x_api_key_is_redacted(proxy_to_gateway, configured):
+    """An Anthropic upstream gets the key as x-api-key: the server's, or the client's own."""
+    proxy = await proxy_to_gateway(**{"upstream.api": "messages", **({"upstream.api_key": UPSTREAM_KEY} if configured else {})})
+    payload = {"model": "m", "max_tokens": 50, "messages": [{"role": "user", "content": "q"}], "factcheck": {"mode": "off"}}
+    headers = {} if configured else {"x-api-key": CLIENT_KEY}
+    async with aiohttp.ClientSession() as s, s.post(f"{proxy.url}/messages", json=payload, headers=headers) as r:
+        status, text = r.status, await r.text()
+    assert status == 401 and UPSTREAM_KEY not in text and CLIENT_KEY not in text and REDACTED in text
 
 
 async def test_models_error_echoing_the_upstream_key_is_redacted(proxy_to_gateway):
