@@ -1,5 +1,12 @@
-"""Client for the upstream LLM, over one aiohttp session: any base URL speaking chat completions,
-the OpenAI Responses API or the Anthropic Messages API (``upstream.api``)."""
+"""Client for the upstream LLM, over one session of the guarded outbound client
+(``adapters.http``: no redirect followed, no proxy from the environment unless
+``outbound.trust_env``, capped headers and bodies): any base URL speaking chat completions, the
+OpenAI Responses API or the Anthropic Messages API (``upstream.api``).
+
+Nothing secret goes back to the client: an upstream's error body (a misconfigured gateway may
+echo the Authorization or x-api-key header it received) and any streamed bytes have every
+configured key cut out (``middleware.redaction.redact``), the key this request sent included; a
+failure to connect is described without the upstream's address."""
 
 from __future__ import annotations
 
@@ -11,7 +18,9 @@ from typing import Any
 
 import aiohttp
 
+from adapters.http import MAX_ERROR_BODY_BYTES, OutboundClient, RedirectRefused, failure_reason, read_capped
 from middleware.errors import UpstreamError
+from middleware.redaction import SECRETS, redact, register_secrets, sent_credentials
 from middleware.settings import UpstreamSettings
 from middleware.sse import DEFAULT_MAX_EVENT_BYTES, EventTooLarge, SSEEvent, SSEParser
 
@@ -19,6 +28,7 @@ log = logging.getLogger(__name__)
 
 # Client headers passed on to the upstream (Authorization only when no upstream key is set).
 _FORWARDED_HEADERS = ("authorization", "openai-organization", "openai-project", "x-request-id")
+DEFAULT_MAX_RESPONSE_BYTES = 32 * 1024 * 1024
 # More of them for an upstream speaking the Anthropic Messages API (x-api-key as Authorization is).
 _MESSAGES_HEADERS = ("x-api-key", "anthropic-version", "anthropic-beta")
 ANTHROPIC_VERSION = "2023-06-01"
@@ -35,14 +45,17 @@ class UpstreamStream:
     max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES
 
     async def chunks(self) -> AsyncIterator[bytes]:
-        """The body's bytes as they arrive, one item per socket read (off mode's byte pipe)."""
+        """The body's bytes as they arrive, one item per socket read (off mode's byte pipe),
+        with any configured key in a read cut out."""
         try:
             async for chunk in self.response.content.iter_any():
-                yield chunk
+                yield SECRETS.data(chunk) if SECRETS and SECRETS.found_in(chunk) else chunk
         except TimeoutError as exc:
             raise UpstreamError("upstream stopped sending (read timeout)", 504, kind="timeout") from exc
         except aiohttp.ClientError as exc:
-            raise UpstreamError(f"upstream connection failed mid-stream: {exc}", 502, kind="disconnect") from exc
+            log.warning("upstream connection failed mid-stream: %r", exc)
+            raise UpstreamError(f"upstream connection failed mid-stream: {failure_reason(exc)}", 502,
+                                kind="disconnect") from exc
 
     async def events(self) -> AsyncIterator[SSEEvent]:
         parser = SSEParser(self.max_event_bytes)
@@ -61,11 +74,16 @@ class UpstreamStream:
 
 
 class UpstreamClient:
-    def __init__(self, settings: UpstreamSettings) -> None:
+    def __init__(self, settings: UpstreamSettings, *, trust_env: bool = False,
+                 max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES) -> None:
         self.settings = settings
         self.base_url = settings.url.rstrip("/")
         self.path = API_PATHS[settings.api]
-        self._session: aiohttp.ClientSession | None = None
+        self.max_response_bytes = max_response_bytes
+        register_secrets(settings.api_key)
+        timeout = aiohttp.ClientTimeout(total=None, connect=settings.connect_timeout_s, sock_read=settings.read_timeout_s)
+        # no guard and no redirects: the upstream is the operator's, and every request carries a key
+        self.client = OutboundClient(timeout=timeout, trust_env=trust_env, limit=0, ttl_dns_cache=300)
         self._parent: UpstreamClient | None = None
         self._siblings: dict[str, UpstreamClient] = {}
 
@@ -75,26 +93,20 @@ class UpstreamClient:
         if api == self.settings.api:
             return self
         if api not in self._siblings:
-            sibling = UpstreamClient(self.settings.model_copy(update={"api": api}))
+            sibling = UpstreamClient(self.settings.model_copy(update={"api": api}),
+                                     max_response_bytes=self.max_response_bytes)
+            sibling.client = self.client  # one session, one policy
             sibling._parent = self
             self._siblings[api] = sibling
         return self._siblings[api]
 
     @property
     def session(self) -> aiohttp.ClientSession:
-        if self._parent is not None:
-            return self._parent.session
-        if self._session is None or self._session.closed:
-            timeout = aiohttp.ClientTimeout(
-                total=None, connect=self.settings.connect_timeout_s, sock_read=self.settings.read_timeout_s
-            )
-            connector = aiohttp.TCPConnector(limit=0, ttl_dns_cache=300)
-            self._session = aiohttp.ClientSession(timeout=timeout, connector=connector, auto_decompress=True)
-        return self._session
+        return self.client.session
 
     async def close(self) -> None:
-        if self._session is not None:
-            await self._session.close()
+        if self._parent is None:  # a sibling shares its parent's session
+            await self.client.close()
 
     def headers(self, client_headers: Mapping[str, str]) -> dict[str, str]:
         out = {"Content-Type": "application/json"}
@@ -116,21 +128,43 @@ class UpstreamClient:
             out["x-api-key"] = self.settings.api_key.get_secret_value()
         out.setdefault("anthropic-version", ANTHROPIC_VERSION)
 
-    async def _post(self, path: str, body: dict[str, Any], headers: dict[str, str]) -> aiohttp.ClientResponse:
-        try:  # a redirect is not followed: it could point anywhere, loopback included
-            response = await self.session.post(
-                f"{self.base_url}{path}", data=json.dumps(body), headers=headers, allow_redirects=False
-            )
+    async def _send(self, method: str, path: str, headers: dict[str, str], **kwargs: Any) -> aiohttp.ClientResponse:
+        """The upstream's answer to a request (an error status raises ``UpstreamError``). A
+        redirect is never followed: it could point anywhere, loopback included, and would
+        carry the key there."""
+        try:
+            response = await self.client.send(method, f"{self.base_url}{path}", headers=headers, credentials=True,
+                                              **kwargs)
+        except RedirectRefused as exc:
+            raise _redirect_error(exc.status) from exc
         except TimeoutError as exc:
             raise UpstreamError("upstream did not answer in time", 504, kind="timeout") from exc
         except aiohttp.ClientError as exc:
-            raise UpstreamError(f"cannot reach upstream: {exc}", 502, kind="connect") from exc
+            log.warning("cannot reach the upstream at %s: %s", self.base_url, exc)  # the address stays here
+            raise UpstreamError(f"cannot reach upstream: {failure_reason(exc)}", 502, kind="connect") from exc
         if 300 <= response.status < 400:
             response.release()
             raise _redirect_error(response.status)
         if response.status >= 400:
-            raise await _error_from_response(response)
+            raise await _error_from_response(response, sent_credentials(headers))
         return response
+
+    async def _post(self, path: str, body: dict[str, Any], headers: dict[str, str]) -> aiohttp.ClientResponse:
+        return await self._send("POST", path, headers, data=json.dumps(body))
+
+    async def _read(self, response: aiohttp.ClientResponse) -> bytes:
+        """A whole non-streamed answer, capped, with every configured key cut out."""
+        try:
+            raw, truncated = await read_capped(response, self.max_response_bytes)
+        except (TimeoutError, aiohttp.ClientError) as exc:
+            raise UpstreamError(f"upstream failed while sending its answer: {failure_reason(exc)}", 502,
+                                kind="disconnect") from exc
+        finally:
+            response.release()
+        if truncated:
+            raise UpstreamError(f"upstream answer larger than {self.max_response_bytes} bytes "
+                                "(outbound.max_response_bytes)", 502, kind="too_large")
+        return SECRETS.data(raw) if SECRETS and SECRETS.found_in(raw) else raw
 
     async def open_stream(self, body: dict[str, Any], client_headers: Mapping[str, str]) -> UpstreamStream:
         response = await self._post(self.path, body, self.headers(client_headers))
@@ -139,12 +173,7 @@ class UpstreamClient:
     async def complete(self, body: dict[str, Any], client_headers: Mapping[str, str]) -> tuple[bytes, dict[str, Any]]:
         """A non-stream completion: the raw body and its decoded JSON."""
         response = await self._post(self.path, body, self.headers(client_headers))
-        try:
-            raw = await response.read()
-        except (TimeoutError, aiohttp.ClientError) as exc:
-            raise UpstreamError(f"upstream failed while sending its answer: {exc}", 502, kind="disconnect") from exc
-        finally:
-            response.release()
+        raw = await self._read(response)
         try:
             data = json.loads(raw)
         except ValueError as exc:
@@ -157,23 +186,9 @@ class UpstreamClient:
         """Forward a GET (e.g. /models): status, body and content type. Redirects are not
         followed; an error status raises ``UpstreamError`` (its body summarised unless it is
         an OpenAI-style error)."""
-        try:
-            resp = await self.session.get(
-                f"{self.base_url}{path}", headers=self.headers(client_headers), allow_redirects=False
-            )
-        except (TimeoutError, aiohttp.ClientError) as exc:
-            raise UpstreamError(f"cannot reach upstream: {exc}", 502, kind="connect") from exc
-        if 300 <= resp.status < 400:
-            resp.release()
-            raise _redirect_error(resp.status)
-        if resp.status >= 400:
-            raise await _error_from_response(resp)
-        try:
-            return resp.status, await resp.read(), resp.headers.get("Content-Type", "application/json")
-        except (TimeoutError, aiohttp.ClientError) as exc:
-            raise UpstreamError(f"upstream failed while sending its answer: {exc}", 502, kind="disconnect") from exc
-        finally:
-            resp.release()
+        resp = await self._send("GET", path, self.headers(client_headers))
+        content_type = resp.headers.get("Content-Type", "application/json")
+        return resp.status, await self._read(resp), content_type
 
 
 def event_too_large(exc: EventTooLarge) -> UpstreamError:
@@ -187,9 +202,14 @@ def _redirect_error(status: int) -> UpstreamError:
     )
 
 
-async def _error_from_response(response: aiohttp.ClientResponse) -> UpstreamError:
+async def _error_from_response(response: aiohttp.ClientResponse, sent: list[str] | None = None) -> UpstreamError:
+    """The ``UpstreamError`` of an error status: an OpenAI- (or Anthropic-) style error body
+    passed on with every configured key and ``sent`` (the credentials this request carried)
+    cut out; anything else summarised."""
     try:
-        raw = await response.read()
+        raw, _ = await read_capped(response, MAX_ERROR_BODY_BYTES)
+    except (TimeoutError, aiohttp.ClientError):
+        raw = b""
     finally:
         response.release()
     body: Any = None
@@ -199,6 +219,7 @@ async def _error_from_response(response: aiohttp.ClientResponse) -> UpstreamErro
     except ValueError:
         pass
     if isinstance(body, dict) and isinstance(body.get("error"), dict):
+        body = redact(body, sent or [])
         message = str(body["error"].get("message") or message)
     else:  # not an OpenAI error: summarised, never echoed (it may be a proxy's page or a traceback)
         body = None

@@ -56,7 +56,8 @@ def _on_runtime(settings: Settings, checker: Checker) -> Checker:
 def build_upstream(settings: Settings) -> Upstream:
     from adapters.upstream import UpstreamClient
 
-    return UpstreamClient(settings.upstream)
+    return UpstreamClient(settings.upstream, trust_env=settings.outbound.trust_env,
+                          max_response_bytes=settings.outbound.max_response_bytes)
 
 
 def build_app(settings: Settings, checker: Checker | None = None, upstream: Upstream | None = None) -> web.Application:

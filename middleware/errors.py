@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from middleware.chat.protocol import error_body
+from middleware.redaction import redact
 
 
 class RequestError(Exception):
@@ -49,7 +50,9 @@ class UpstreamError(Exception):
         self.retry_after = retry_after
 
     def client_body(self) -> dict[str, Any]:
-        """The upstream's own OpenAI-style error body when it sent one, else ours."""
+        """The upstream's own OpenAI-style error body when it sent one, else ours; every
+        configured key cut out (``middleware.redaction``): a gateway may echo the
+        Authorization header it received."""
         if isinstance(self.body, dict) and isinstance(self.body.get("error"), dict):
-            return self.body
-        return error_body(str(self), "upstream_error", None, self.kind)
+            return redact(self.body)
+        return error_body(redact(str(self)), "upstream_error", None, self.kind)

@@ -56,10 +56,11 @@ HTTP_REQUESTS = Counter(
     "factcheck_http_requests_total", "Requests to the proxied endpoints (chat, responses, messages, models) and "
     "websocket answers (ws), "
     "once each, by outcome: ok, refused (4xx from the proxy), upstream_error (before or during the answer), "
+    "client_gone (the client closed the connection or cancelled before its answer was complete: no failure), "
     "internal", ["endpoint", "outcome"]
 )
 UNVERIFIED_REASONS = ("timeout", "overload", "error", "no_evidence", "no_checker", "other")
-OUTCOMES = ("ok", "refused", "upstream_error", "internal")
+OUTCOMES = ("ok", "refused", "upstream_error", "client_gone", "internal")
 # Counters start at 0 for every known label set: a series born at its first increment has no
 # earlier sample, so rate() and increase() would miss that first failure.
 for _endpoint in ("chat", "responses", "messages", "models", "ws"):
@@ -78,6 +79,13 @@ UPSTREAM_ERRORS = Counter("factcheck_upstream_errors_total", "Upstream failures"
 REQUEST_ERRORS = Counter("factcheck_request_errors_total", "Requests refused by the proxy", ["status"])
 ACTIVE_STREAMS = Gauge("factcheck_active_streams", "Streams being served now", multiprocess_mode="livesum")
 REQUESTS = Counter("factcheck_requests_total", "Chat completion requests", ["mode", "stream"])
+CONNECTIONS_CLOSED = Counter(
+    "factcheck_connections_closed_total", "Connections the server closed for holding it without a request: "
+    "header_timeout (no complete request head in server.header_timeout_s), idle_cap (past "
+    "server.max_idle_connections)", ["reason"]
+)
+for _reason in ("header_timeout", "idle_cap"):
+    CONNECTIONS_CLOSED.labels(reason=_reason)
 
 # Model runtime
 BATCH_SIZE = Histogram(

@@ -53,6 +53,18 @@ class ServerSettings(BaseModel):
     workers: int = Field(
         1, ge=1, description="proxy processes sharing the port (SO_REUSEPORT); per-process limits are split between them"
     )
+    header_timeout_s: float = Field(
+        10.0, gt=0, description="a new connection must send a complete request head within this; else it is closed "
+        "(slow-header clients)"
+    )
+    keepalive_timeout_s: float = Field(
+        75.0, gt=0, description="an idle keep-alive connection (or one whose next request head is not complete) is "
+        "closed after this"
+    )
+    max_idle_connections: int = Field(
+        1024, ge=1, description="most connections open with no request in progress (new ones waiting for their head, "
+        "idle keep-alive ones); past it the longest idle one is closed"
+    )
 
 
 UpstreamApi = Literal["chat", "responses", "messages"]
@@ -72,6 +84,19 @@ class UpstreamSettings(BaseModel):
     read_timeout_s: float = Field(120.0, description="longest silence between upstream chunks")
     max_event_bytes: int = Field(
         8 * 1024 * 1024, ge=1024, description="largest upstream SSE event; a larger one ends the stream with an error"
+    )
+
+
+class OutboundSettings(BaseModel):
+    """What every client leaving the process shares (``adapters.http``)."""
+
+    trust_env: bool = Field(
+        False, description="read HTTP(S)_PROXY, NO_PROXY and .netrc from the environment for the upstream, the "
+        "search providers and the pipeline's LLM (page fetches never: a proxy would resolve names past the SSRF guard)"
+    )
+    max_response_bytes: int = Field(
+        32 * 1024 * 1024, ge=1024, description="largest non-streamed answer read from the upstream or the pipeline's "
+        "LLM; a larger one is an error"
     )
 
 
@@ -306,6 +331,7 @@ class Settings(BaseSettings):
     runtime: RuntimeSettings = Field(default_factory=RuntimeSettings)
     evidence: EvidenceSettings = Field(default_factory=EvidenceSettings)
     pipeline: PipelineSettings = Field(default_factory=PipelineSettings)
+    outbound: OutboundSettings = Field(default_factory=OutboundSettings)
     log_level: str = Field("INFO", description="logging level")
 
     @classmethod

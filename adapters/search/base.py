@@ -14,6 +14,7 @@ from adapters.search.errors import ProviderError
 from adapters.search.client import HttpClient
 from middleware.cache import Cache, cached, hash_key
 from middleware.metrics import PROVIDER_ERRORS, timed
+from middleware.redaction import redact, register_secrets
 from middleware.types import Passage
 
 log = logging.getLogger(__name__)
@@ -72,7 +73,7 @@ class WebProvider:
     def _failed(self, kind: str, message: str, query: str, logged: bool = False) -> None:
         PROVIDER_ERRORS.labels(provider=self.name, kind=kind).inc()
         if not logged:
-            log.warning("search provider %s failed (%s) for %r: %s", self.name, kind, query[:80], message)
+            log.warning("search provider %s failed (%s) for %r: %s", self.name, kind, query[:80], redact(message))
 
     def passage(self, rank: int, url: Any, title: Any, text: Any, *, suffix: str = "", **extra: Any) -> Passage | None:
         """A passage from one result; None when it has no URL or no text. ``score`` is the
@@ -101,6 +102,7 @@ class KeyedProvider(WebProvider):
         super().__init__(**kwargs)
         self.url = url
         self.api_key = api_key
+        register_secrets(api_key)  # never echoed in a log line or an error
 
 
 def clean_text(value: Any) -> str:

@@ -71,8 +71,10 @@ def build_providers(
     ``context`` are skipped: they are not web providers. Raises :class:`ConfigError` for an
     unknown name or a provider without its key or URL, naming the environment variable."""
     ev = settings.evidence if isinstance(settings, Settings) else settings
+    trust_env = settings.outbound.trust_env if isinstance(settings, Settings) else False
     http = http or HttpClient(
-        ev.http_user_agent, RetryPolicy(ev.search_retries, ev.search_backoff_s, ev.search_backoff_max_s)
+        ev.http_user_agent, RetryPolicy(ev.search_retries, ev.search_backoff_s, ev.search_backoff_max_s),
+        trust_env=trust_env, allowlist=ev.fetch_allowlist,
     )
     providers = []
     for name in dict.fromkeys(n.strip().lower() for n in ev.providers):
@@ -100,7 +102,7 @@ def build_web_sources(settings: Settings | EvidenceSettings, *, cache: Cache | N
     are fetched and their passages ranked with the snippets (:class:`PageSource`). Raises
     :class:`ConfigError` like :func:`build_providers`."""
     ev = settings.evidence if isinstance(settings, Settings) else settings
-    providers = build_providers(ev, cache=cache)
+    providers = build_providers(settings, cache=cache)
     if not providers:
         return []
     web: EvidenceSource = CombinedSource(providers, text_threshold=ev.search_dedup_threshold)

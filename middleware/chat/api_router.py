@@ -17,6 +17,7 @@ from middleware.chat.serving import ChatService
 from middleware.chat.wire import WireReports
 from middleware.errors import UpstreamError
 from middleware.metrics import UPSTREAM_ERRORS
+from middleware.redaction import redact
 from middleware.sse import dumps, encode_event
 
 log = logging.getLogger(__name__)
@@ -65,9 +66,13 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
                 if data := encoder.encode(event):
                     await response.write(data)
             await response.write_eof()
-        except (ConnectionResetError, asyncio.CancelledError):
+        except (ConnectionResetError, asyncio.CancelledError) as exc:
+            # The client closed the connection: counted as client_gone, never an error. A
+            # failed write returns quietly (re-raised, aiohttp would log a traceback).
             log.info("client went away; upstream request and checks cancelled")
-            raise
+            request[OUTCOME_KEY] = "client_gone"
+            if isinstance(exc, asyncio.CancelledError):
+                raise
     return response
 
 
@@ -105,6 +110,6 @@ def failure_body(error: BaseException) -> dict[str, Any]:
     """The error body for a stream that broke off: the upstream's failure, or ours."""
     if isinstance(error, UpstreamError):
         UPSTREAM_ERRORS.labels(kind=error.kind).inc()
-        return error_body(str(error), "upstream_error", None, error.kind)
+        return error_body(redact(str(error)), "upstream_error", None, error.kind)
     log.error("stream failed", exc_info=error)
     return error_body("the proxy failed while relaying the answer", "server_error", None, "internal_error")

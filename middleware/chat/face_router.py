@@ -46,9 +46,12 @@ async def serve_face(request: web.Request, service: ApiFaceService[Any]) -> web.
                 if data := encoder.encode(event):
                     await response.write(data)
             await response.write_eof()
-        except (ConnectionResetError, asyncio.CancelledError):
+        except (ConnectionResetError, asyncio.CancelledError) as exc:
+            # The client closed the connection: client_gone, never an error (api_router does the same).
             log.info("client went away; upstream request and checks cancelled")
-            raise
+            request[OUTCOME_KEY] = "client_gone"
+            if isinstance(exc, asyncio.CancelledError):
+                raise
     return response
 
 

@@ -22,7 +22,7 @@ def load_json(raw: bytes | str, max_depth: int = DEFAULT_MAX_DEPTH, what: str = 
     try:
         value = json.loads(raw)
     except ValueError as exc:
-        raise RequestError(f"{what} is not valid JSON: {exc}", code="invalid_json") from exc
+        raise RequestError(f"{what} is not valid JSON: {json_problem(exc)}", code="invalid_json") from exc
     except RecursionError as exc:  # a few KB of '[' would otherwise be a 500
         raise RequestError(f"{what} is nested too deeply", code="invalid_json") from exc
     if json_depth(value, max_depth) > max_depth:
@@ -31,6 +31,19 @@ def load_json(raw: bytes | str, max_depth: int = DEFAULT_MAX_DEPTH, what: str = 
         raise RequestError(f"{what} holds invalid Unicode (a lone surrogate) at {where or 'top level'}",
                            param=where or None, code="invalid_unicode")
     return value
+
+
+def json_problem(exc: ValueError) -> str:
+    """What is wrong with a body ``json.loads`` refused, in the client's terms: where the
+    syntax breaks, which byte is not UTF-8, that a number is too long; never the
+    interpreter's own wording (``sys.set_int_max_str_digits()``, codec names)."""
+    if isinstance(exc, json.JSONDecodeError):
+        return f"{exc.msg} at line {exc.lineno}, column {exc.colno}"
+    if isinstance(exc, UnicodeDecodeError):
+        return f"it is not UTF-8 text (byte {exc.start} cannot start or continue a character)"
+    if "integer string conversion" in str(exc) or "int_max_str_digits" in str(exc):
+        return "a number has too many digits (at most 4300)"
+    return "it cannot be parsed"
 
 
 def json_depth(value: Any, limit: int) -> int:

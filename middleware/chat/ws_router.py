@@ -119,7 +119,10 @@ class _Socket:
             return exc.client_body()
         except ConnectionError:
             log.info("websocket client went away mid-answer")
-            self.outcome = "ok"
+            self.outcome = "client_gone"
+        except asyncio.CancelledError:  # the socket closed, or the client sent "cancel"
+            self.outcome = "client_gone"
+            raise
         except Exception:
             log.exception("websocket answer failed")
             return error_body("internal error", "server_error", None, "internal_error")

@@ -23,10 +23,12 @@ import onnxruntime as ort
 
 from middleware.runtime.precision import Device, GraphChoice, Int8OnCuda, choose_graph
 from middleware.settings import RuntimeSettings
+from middleware.telemetry import disable_onnxruntime_events
 from onnx_models.manifest import Manifest
 from onnx_models.weights import prepared_graph
 
 log = logging.getLogger(__name__)
+disable_onnxruntime_events()  # ORT_DISABLE_TELEMETRY was set before the import (middleware/__init__.py)
 
 CPU = "CPUExecutionProvider"
 CUDA = "CUDAExecutionProvider"

@@ -3,6 +3,7 @@ and upstream ready-made (``middleware.composition.build_app`` builds the configu
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 import json
 import logging
@@ -23,6 +24,7 @@ from middleware.checking import CheckRunner
 from middleware.errors import RequestError, UpstreamError
 from middleware.interfaces import Checker, MultiApiUpstream, Upstream
 from middleware.metrics import HTTP_REQUESTS, REQUEST_ERRORS, UPSTREAM_ERRORS, exposition
+from middleware.redaction import register_settings
 from middleware.chat.limits import CLIENT_KEY, LIMITER_KEY, client_id, make_limiter
 from middleware.server.openapi import openapi_document
 from middleware.settings import Settings
@@ -40,7 +42,9 @@ def create_app(
     settings: Settings, checker: Checker, upstream: Upstream,
     add_routes: Callable[[web.Application], None] | None = None,
 ) -> web.Application:
-    """The proxy's routes over ``checker`` and ``upstream``; ``add_routes`` adds more (the UI)."""
+    """The proxy's routes over ``checker`` and ``upstream``; ``add_routes`` adds more (the UI).
+    Every key ``settings`` configures is registered for redaction (``middleware.redaction``)."""
+    register_settings(settings)
     app = web.Application(
         client_max_size=settings.server.max_body_bytes,
         middlewares=[_count_middleware, _messages_error_format, _error_middleware, _auth_middleware(settings),
@@ -103,17 +107,43 @@ _STREAMING_PATHS = frozenset({CHAT_PATH, RESPONSES_PATH, MESSAGES_PATH})
 @web.middleware
 async def _count_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
     """Count each proxied request once, by how it ended: the denominator and numerator of the
-    dashboard's error rate, which therefore stays within 0..100%."""
+    dashboard's error rate, which therefore stays within 0..100%. A client that goes away
+    before its answer is complete (a closed tab, a cancelled SDK call) is ``client_gone``, not
+    a failure of the proxy: the dashboard leaves it out, and it never logs a traceback."""
     endpoint = _COUNTED.get(request.path)
     if endpoint is None:
-        return await handler(request)
+        return await _quiet_when_gone(request, handler)
     outcome = "internal"
     try:
-        response = await handler(request)
+        response = await _quiet_when_gone(request, handler)
         outcome = request.get(OUTCOME_KEY) or ("ok" if response.status < 400 else "internal")
         return response
+    except asyncio.CancelledError:  # aiohttp cancels the handler of a connection that closed
+        outcome = "client_gone" if client_gone(request) else "internal"
+        raise
     finally:
         HTTP_REQUESTS.labels(endpoint=endpoint, outcome=outcome).inc()
+
+
+def client_gone(request: web.Request) -> bool:
+    """The request's connection is closed or closing: its client went away."""
+    transport = request.transport
+    return transport is None or transport.is_closing()
+
+
+async def _quiet_when_gone(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """A write to (or read from) a connection the client closed raises ``ConnectionResetError``
+    ('Cannot write to closing transport'); aiohttp would log it as an ERROR with a traceback
+    and try a 500 on the dead connection. It is an ordinary disconnect: one INFO line, and an
+    answer that is never sent."""
+    try:
+        return await handler(request)
+    except ConnectionResetError:
+        if not client_gone(request):
+            raise
+        request[OUTCOME_KEY] = "client_gone"
+        log.info("client went away before its answer was complete (%s %s)", request.method, request.path)
+        return web.Response(status=499, reason="Client Closed Request")  # never reaches anyone
 
 
 @web.middleware

@@ -16,12 +16,14 @@ import typer
 from aiohttp import web
 from rich.console import Console
 
+from middleware.chat.api_router import SERVICE_KEY
 from middleware.chat.protocol import SentenceEvent
 from middleware.chat.wire import ReceivedReports
 from middleware.render import print_checked
 from middleware.server import eventloop
+from middleware.server.connections import GuardedRunner
 from middleware.server.workers import WorkerFailed, run_workers
-from middleware.settings import Settings, describe_settings, load_settings
+from middleware.settings import ServerSettings, Settings, describe_settings, load_settings
 from middleware.types import Mode, SentenceReport, StreamSummary
 
 log = logging.getLogger(__name__)
@@ -35,10 +37,19 @@ _SETTINGS_HELP = (
 
 
 async def start_site(
-    app: web.Application, host: str, port: int, reuse_port: bool = False
+    app: web.Application, host: str, port: int, reuse_port: bool = False, server: ServerSettings | None = None,
 ) -> tuple[web.AppRunner, int]:
-    """Start ``app`` on host:port (0 picks a free port); return the runner and the port."""
-    runner = web.AppRunner(app, handler_cancellation=True, access_log=None)
+    """Start ``app`` on host:port (0 picks a free port); return the runner and the port.
+    Connections are guarded (``middleware.server.connections``) by ``server``'s header-read
+    timeout, keep-alive timeout and idle cap: the proxy's own settings when ``app`` is the
+    proxy, else the defaults."""
+    if server is None:
+        service = app.get(SERVICE_KEY)
+        server = service.settings.server if service is not None else ServerSettings()
+    runner = GuardedRunner(
+        app, handler_cancellation=True, access_log=None, header_timeout_s=server.header_timeout_s,
+        keepalive_timeout_s=server.keepalive_timeout_s, max_idle_connections=server.max_idle_connections,
+    )
     await runner.setup()
     site = web.TCPSite(runner, host, port, reuse_port=reuse_port)
     await site.start()

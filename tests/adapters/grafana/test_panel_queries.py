@@ -1,6 +1,7 @@
 """Every Grafana panel query evaluated by a real Prometheus scraping the proxy on loopback:
-each one parses and runs, the error rate reads 0 on a healthy proxy (not "no data") and stays
-within 0..100% when requests fail, and unverified sentences carry their reason.
+each one parses and runs, the error rate reads 0 on a healthy proxy (not "no data"), stays 0
+when clients go away mid-answer (``client_gone``: users closing tabs are no server errors),
+stays within 0..100% when requests fail, and unverified sentences carry their reason.
 
 Prometheus is Debian's package (``.ci/prometheus.sh``); the test starts its own on a free
 loopback port with a one-second scrape interval and stops it at the end."""
@@ -116,6 +117,14 @@ def chat(mock: dict[str, Any], stream: bool = True) -> dict[str, Any]:
             "mock": {"text": "Marie Curie was born in 1867. She won the Nobel Prize in 1905.", **mock}}
 
 
+async def leave_mid_answer(session: aiohttp.ClientSession, url: str) -> None:
+    """Start a streamed answer and go away after its first bytes (the connection closes)."""
+    async with session.post(f"{url}/chat/completions", data=json.dumps(chat({"token_rate": 10})).encode(),
+                            headers={"Content-Type": "application/json"}) as response:
+        assert response.status == 200
+        await response.content.readany()
+
+
 async def send(session: aiohttp.ClientSession, url: str, body: Any) -> int:
     data = body if isinstance(body, bytes) else json.dumps(body).encode()
     async with session.post(f"{url}/chat/completions", data=data,
@@ -148,6 +157,17 @@ async def test_every_panel_query_runs_and_the_error_rate_is_honest(prometheus_an
         reasons = {r["metric"].get("reason") for r in await prometheus.query(session, by_reason)}
         assert "timeout" in reasons  # the 20 ms budget: the 50 ms checks time out, and say so
 
+        # Clients going away mid-answer (closed tabs): counted, but no error.
+        for _ in range(4):
+            await leave_mid_answer(session, proxy.url)
+            assert await send(session, proxy.url, chat({})) == 200
+        await asyncio.sleep(0.5)
+        await prometheus.scraped(session, time.time())
+        gone = await prometheus.query(
+            session, f'sum(increase(factcheck_http_requests_total{{outcome="client_gone"}}[{WINDOW}]))')
+        assert value(gone) > 0
+        assert value(await prometheus.query(session, error_rate)) == 0.0
+
         # Now half the requests fail: refused by the proxy, the upstream failing before the
         # answer, and the upstream dropping the connection mid-answer (after the 200).
         for _ in range(3):
@@ -161,4 +181,4 @@ async def test_every_panel_query_runs_and_the_error_rate_is_honest(prometheus_an
         assert 0.0 < rate <= 1.0
         outcomes = {r["metric"]["outcome"] for r in await prometheus.query(
             session, f"sum by (outcome) (increase(factcheck_http_requests_total[{WINDOW}]))")}
-        assert {"ok", "refused", "upstream_error"} <= outcomes
+        assert {"ok", "refused", "upstream_error", "client_gone"} <= outcomes

@@ -2,7 +2,7 @@
 de-duplicated with ``evidence.search_dedup_threshold``, and with ``evidence.fetch_pages`` the
 top results' pages fetched through the SSRF guard, cut into passages and ranked with the
 snippets. A fake SearxNG and Serper and the result pages are served on 127.0.0.1, which every
-test allowlists explicitly; ``loopback_only`` (from test_fetch) fails any other connection."""
+test allowlists explicitly; ``loopback_only`` (tests/adapters/conftest.py) fails any other connection."""
 
 from __future__ import annotations
 
@@ -22,7 +22,8 @@ from middleware.metrics import PROVIDER_ERRORS
 from middleware.server.commands import start_site
 from middleware.settings import EvidenceSettings
 from middleware.types import Passage
-from tests.adapters.test_fetch import loopback_only  # noqa: F401 - autouse safety net
+
+pytestmark = pytest.mark.usefixtures("loopback_only")  # tests/adapters/conftest.py
 
 QUERY = "When was the Eiffel Tower built?"
 BUILT = "The Eiffel Tower was built from 1887 to 1889 as the entrance arch of the World's Fair."

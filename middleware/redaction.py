@@ -1,0 +1,203 @@
+"""Secrets are never echoed: every configured key is cut out of what the proxy forwards to a
+client and of what it logs.
+
+One function, :func:`redact`, for every face and adapter: it takes a string, bytes or a JSON
+value (dicts and lists, walked) and returns it with each secret replaced by ``[redacted]``.
+The secrets are the process's registry (:data:`SECRETS`), which holds every configured key
+(``upstream.api_key``, ``pipeline.llm_api_key``, the search providers' keys and
+``server.api_keys``: :func:`register_settings` is called when an app is built, and each client
+registers its own key), plus any ``extra`` values the caller names (the client's own key an
+adapter forwarded on one request, say).
+
+Logging: once a secret is registered, every log record is redacted as it is made (its
+message, arguments and traceback; :func:`install_log_redaction`), whatever logger or handler
+writes it.
+
+Values shorter than :data:`MIN_SECRET_CHARS` are not treated as secrets: a three-letter
+"key" cannot be cut out of text without mangling it (and is no secret anyway).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+import traceback
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from pydantic import SecretStr
+
+if TYPE_CHECKING:
+    from middleware.settings import Settings
+
+REDACTED = "[redacted]"
+MIN_SECRET_CHARS = 8
+
+T = TypeVar("T")
+
+
+class Redactor:
+    """A set of secrets and the means to cut them out. Thread-safe to add to; reading uses
+    the compiled patterns of the moment."""
+
+    def __init__(self, secrets: Iterable[str | SecretStr | None] = ()) -> None:
+        self._secrets: frozenset[str] = frozenset()  # replaced whole, never changed in place
+        self._lock = threading.Lock()
+        self._text: re.Pattern[str] | None = None
+        self._bytes: re.Pattern[bytes] | None = None
+        self.add(*secrets)
+
+    def __bool__(self) -> bool:
+        return bool(self._secrets)
+
+    def __contains__(self, value: str) -> bool:
+        return value in self._secrets
+
+    @property
+    def secrets(self) -> frozenset[str]:
+        return self._secrets
+
+    def add(self, *secrets: str | SecretStr | None) -> None:
+        new = {s for s in (_plain(s) for s in secrets) if s is not None and s not in self._secrets}
+        if not new:
+            return
+        with self._lock:
+            ordered = sorted(self._secrets | new, key=len, reverse=True)  # a key holding another goes first
+            self._text = re.compile("|".join(map(re.escape, ordered)))
+            self._bytes = re.compile(b"|".join(re.escape(s.encode("utf-8")) for s in ordered))
+            self._secrets = frozenset(ordered)
+
+    def text(self, value: str) -> str:
+        pattern = self._text
+        return pattern.sub(REDACTED, value) if pattern is not None else value
+
+    def data(self, value: bytes) -> bytes:
+        pattern = self._bytes
+        return pattern.sub(REDACTED.encode(), value) if pattern is not None else value
+
+    def found_in(self, value: str | bytes) -> bool:
+        pattern = self._text if isinstance(value, str) else self._bytes
+        return pattern is not None and pattern.search(value) is not None  # type: ignore[arg-type]
+
+    def __call__(self, value: T) -> T:
+        """``value`` with every secret replaced: strings, bytes, and JSON values (dict keys and
+        values, list items) walked; anything else is returned as it is."""
+        if not self:
+            return value
+        return self._walk(value)  # type: ignore[no-any-return]
+
+    def _walk(self, value: Any) -> Any:
+        if isinstance(value, str):
+            return self.text(value)
+        if isinstance(value, bytes | bytearray):
+            return self.data(bytes(value))
+        if isinstance(value, dict):
+            return {self._walk(k): self._walk(v) for k, v in value.items()}
+        if isinstance(value, list | tuple):
+            return type(value)(self._walk(v) for v in value)
+        return value
+
+
+SECRETS = Redactor()
+"""The process's secrets: every configured key (see the module's docstring)."""
+
+
+def _plain(secret: str | SecretStr | None) -> str | None:
+    value = secret.get_secret_value() if isinstance(secret, SecretStr) else secret
+    if not value:
+        return None
+    value = value.strip()
+    if value.lower().startswith("bearer "):
+        value = value[7:].strip()
+    return value if len(value) >= MIN_SECRET_CHARS else None
+
+
+def redact(value: T, extra: Iterable[str | SecretStr | None] = ()) -> T:
+    """``value`` with every registered secret, and each of ``extra``, replaced by
+    ``[redacted]`` (see :meth:`Redactor.__call__` for what is walked)."""
+    extra = [s for s in extra if _plain(s) is not None]
+    if extra:
+        one_off = Redactor(extra)
+        one_off.add(*SECRETS.secrets)
+        return one_off(value)
+    return SECRETS(value)
+
+
+def register_secrets(*secrets: str | SecretStr | None) -> None:
+    """Add keys to the process's registry (and redact the logs from now on)."""
+    SECRETS.add(*secrets)
+    if SECRETS:
+        install_log_redaction()
+
+
+def settings_secrets(settings: Settings) -> list[SecretStr]:
+    """Every key ``settings`` configures: upstream, pipeline LLM, search providers, proxy keys."""
+    ev = settings.evidence
+    keys = [settings.upstream.api_key, settings.pipeline.llm_api_key, ev.brave_api_key, ev.tavily_api_key,
+            ev.serper_api_key, *settings.server.api_keys]
+    return [key for key in keys if key is not None]
+
+
+def register_settings(settings: Settings) -> None:
+    """Register every key ``settings`` configures (called when an app is built)."""
+    register_secrets(*settings_secrets(settings))
+
+
+CREDENTIAL_HEADERS = frozenset({"authorization", "proxy-authorization", "x-api-key", "api-key"})
+
+
+def bearer_token(headers: dict[str, str] | Any) -> str | None:
+    """The credential of an ``Authorization`` header among ``headers`` (any case), if any."""
+    for name, value in headers.items():
+        if name.lower() == "authorization" and isinstance(value, str):
+            return value.removeprefix("Bearer ").removeprefix("bearer ").strip() or None
+    return None
+
+
+def sent_credentials(headers: dict[str, str] | Any) -> list[str]:
+    """The credentials among request ``headers`` (``Authorization``'s token, ``x-api-key``,
+    ...): what an upstream's error must not echo back."""
+    found = [bearer_token(headers)]
+    found += [v for k, v in headers.items() if k.lower() in CREDENTIAL_HEADERS - {"authorization"}]
+    return [v for v in found if isinstance(v, str) and v]
+
+
+# --------------------------------------------------------------------------- logging
+
+_installed = False
+_install_lock = threading.Lock()
+
+
+def install_log_redaction() -> None:
+    """Redact every log record as it is made, from now on (idempotent). A record holding a
+    secret in its message, its arguments or its traceback gets the redacted text instead."""
+    global _installed
+    with _install_lock:
+        if _installed:
+            return
+        previous = logging.getLogRecordFactory()
+
+        def make_record(*args: Any, **kwargs: Any) -> logging.LogRecord:
+            record = previous(*args, **kwargs)
+            if SECRETS:
+                _scrub(record)
+            return record
+
+        logging.setLogRecordFactory(make_record)
+        _installed = True
+
+
+def _scrub(record: logging.LogRecord) -> None:
+    try:
+        message = record.getMessage()
+    except Exception:  # noqa: BLE001 - a bad format string is the logging module's to report
+        return
+    if SECRETS.found_in(message):
+        record.msg, record.args = SECRETS.text(message), None
+    if record.exc_info and record.exc_info[1] is not None:
+        text = "".join(traceback.format_exception(*record.exc_info)).rstrip("\n")
+        if SECRETS.found_in(text):
+            record.exc_text = SECRETS.text(text)  # formatters use it instead of formatting exc_info
+    if record.stack_info and SECRETS.found_in(record.stack_info):
+        record.stack_info = SECRETS.text(record.stack_info)
