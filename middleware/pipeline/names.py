@@ -67,7 +67,7 @@ _GENERIC_HEADS = {
     "group", "party", "republic", "kingdom", "empire", "airport", "station", "park", "museum", "church",
     "cathedral", "club", "fc", "band", "records", "studios", "prize", "award", "festival", "foundation",
 }  # fmt: skip
-_FIRM_SUFFIXES = frozenset({"inc", "ltd", "llc", "plc", "co", "corp", "corporation", "company"})
+FIRM_SUFFIXES = frozenset({"inc", "ltd", "llc", "plc", "co", "corp", "corporation", "company"})
 _SUFFIXES = {
     "jr",
     "sr",
@@ -203,7 +203,7 @@ def mentions(text: str, name: str) -> bool:
     tokens = _tokens(normal_name)
     # a firm's name without its 'Company' ends in no surname: 'Electric' of 'Edison General
     # Electric' does not name 'Westinghouse Electric Company'
-    firm = len(tokens) > 1 and normal_name.split()[-1] in _FIRM_SUFFIXES
+    firm = len(tokens) > 1 and normal_name.split()[-1] in FIRM_SUFFIXES
     if firm and f" {' '.join(tokens)} " in normal_text:
         return True  # the firm's name without its 'Company' ('Westinghouse Electric')
     if tokens and not firm and len(tokens[-1]) > 2 and f" {tokens[-1]} " in normal_text and _tail_alone(text, tokens, name.rstrip()[-1:].isalpha() and name.split()[-1][:1].isupper()):

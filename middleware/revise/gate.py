@@ -45,7 +45,7 @@ from dataclasses import dataclass
 
 from middleware.evidence.lexical import term_recall, terms
 from middleware.pipeline.sentences import split_sentences
-from middleware.pipeline.names import mentions, names_match, normalise_name
+from middleware.pipeline.names import FIRM_SUFFIXES, mentions, names_match, normalise_name
 from middleware.pipeline.slots import Slot, analyse, slots_agree
 from middleware.pipeline.verifiers.base import DetailedVerdict, Verifier
 from middleware.pipeline.verifiers.nli import NLIVerifier
@@ -414,18 +414,23 @@ _FIGURES = frozenset({"number", "quantity"})
 
 
 def _whole_value(new: str, slot: Slot, old: str) -> bool:
-    """``new`` is the evidence's whole value: the slot itself, its figure without the unit
-    ('330' of '330 metres') for a figure, a coarser date ('1867' of '7 November 1867'), or its last words for as many words of a name
-    (a surname for a surname: 'Einstein' of 'Albert Einstein')."""
+    """``new`` is the evidence's whole value: the slot itself, its figure without the unit or
+    qualifier ('330' of '330 metres', '4 degrees' of 'about 4 degrees') for a figure, a coarser date ('1867' of '7 November 1867'), or its last words for as many words of a name
+    (a surname for a surname: 'Einstein' of 'Albert Einstein'), or a firm's name without its
+    'Company'."""
     if new == slot.text:
         return True
-    if slot.kind in _FIGURES:
-        return re.match(rf"{re.escape(new)}(?!\w)", slot.text) is not None and any(c.isdigit() for c in new)
-    if slot.kind == "date":  # a coarser reading of the date: '1867' of '7 November 1867'
-        return re.search(rf"(?<!\w){re.escape(new)}(?!\w)", slot.text) is not None and any(c.isdigit() for c in new)
+    if slot.kind in _FIGURES or slot.kind == "date":  # '4 degrees' of 'about 4 degrees', '1867' of '7 November 1867'
+        return re.search(rf"(?<![\w.,]){re.escape(new)}(?![\w.,]\d|\w)", slot.text) is not None and any(
+            c.isdigit() for c in new
+        )
+    if slot.kind != "entity":
+        return False
     words = slot.text.split()
+    if words[-1].lower().strip(".") in FIRM_SUFFIXES and " ".join(words[:-1]) == new:
+        return True  # a firm's name without its 'Company' ('Thomson-Houston' of 'Thomson-Houston Company')
     tail = " ".join(words[-len(new.split()) :])
-    return slot.kind == "entity" and tail == new and len(new.split()) == len(old.split()) < len(words)
+    return tail == new and len(new.split()) == len(old.split()) < len(words)
 
 
 def _same_kind(mine: Slot, theirs: Slot) -> bool:
