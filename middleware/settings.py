@@ -284,13 +284,19 @@ class RulesSettings(BaseModel):
         description="hybrid verifier: 'learned' decides with the calibrated combiner of the NLI model's manifest "
         "(where it has one), 'hand' with the hand cut-offs",
     )
-    disabled: list[str] = Field(
-        default_factory=lambda: list(PRUNED_RULES),
+    disabled: list[str] | None = Field(
+        None,
         description="verifier rules switched off by name (value_in_event, value_in_same_words, negation, antonym, "
-        "role_swap, verb_of_another, gap_relation, gap_polarity, gap_coverage); off by default: every rule whose "
-        "measured effect on third-party data is nil (docs/verdicts.md; `factcheck eval-battery --ablate` measures "
-        "each); [] switches them all on, as the hand cut-offs (decision: hand) were tuned",
+        "role_swap, verb_of_another, gap_relation, gap_polarity, gap_coverage; `factcheck eval-battery --ablate` "
+        "measures each); unset: under the learned decision the rules whose measured effect on third-party data "
+        "is nil (PRUNED_RULES, docs/verdicts.md), under the hand cut-offs none (they were tuned with every rule)",
     )
+
+    def disabled_for(self, learned: bool) -> frozenset[str]:
+        """The rules off for a verifier that decides with the learned combiner or not."""
+        if self.disabled is not None:
+            return frozenset(self.disabled)
+        return frozenset(PRUNED_RULES) if learned else frozenset()
 
 
 class PipelineSettings(BaseModel):

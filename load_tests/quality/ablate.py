@@ -35,8 +35,9 @@ def variants(settings: Settings) -> dict[str, Settings]:
         pipeline = settings.pipeline.model_copy(update={"rules": rules.model_copy(update=update)})
         return settings.model_copy(update={"pipeline": pipeline})
 
+    off = rules.disabled_for(rules.decision == "learned")
     out = {"as configured": settings}
-    out |= {f"without {rule}": with_rules(disabled=[*rules.disabled, rule]) for rule in RULES if rule not in rules.disabled}
+    out |= {f"without {rule}": with_rules(disabled=sorted(off | {rule})) for rule in RULES if rule not in off}
     out["hand cut-offs"] = with_rules(decision="hand")
     return out
 

@@ -22,14 +22,12 @@ from spacy.tokens import Token
 
 from middleware.evidence.lexical import term_recall, terms
 from middleware.nlp import get_nlp
+from middleware.pipeline.lexicon import PERSONAL_PRONOUNS, PLURAL_PRONOUNS, THING_PRONOUNS
 from middleware.pipeline.prompts import ChatModel, decontext_messages, parse_rewrite
 from middleware.pipeline.slots import Analysis, analyse, analysis_of
 
 log = logging.getLogger(__name__)
 
-_PERSON_PRONOUNS = {"he", "she", "him", "her", "his", "hers", "himself", "herself"}
-_THING_PRONOUNS = {"it", "its", "itself"}
-_PLURAL_PRONOUNS = {"they", "them", "their", "theirs", "themselves"}
 _POSSESSIVE = {"his", "its", "their", "hers", "theirs"}
 _TYPE_NOUNS = {
     "company": "org", "firm": "org", "corporation": "org", "business": "org", "organisation": "org",
@@ -183,13 +181,13 @@ class SpacyDecontextualiser:
             return None
         if word == "this" and token.dep_ in ("nsubj", "nsubjpass") and last_subject is not None:
             referent: _Referent | None = last_subject
-        elif word in _PERSON_PRONOUNS:
+        elif word in PERSONAL_PRONOUNS:
             referent = _latest(referents, {"person"}, plural=False)
-        elif word in _THING_PRONOUNS:
+        elif word in THING_PRONOUNS:
             if token.dep_ == "expl" or _is_dummy_it(token):
                 return None
             referent = _latest(referents, {"org", "place", "work", "event", "propn", "thing"}, plural=False)
-        elif word in _PLURAL_PRONOUNS:
+        elif word in PLURAL_PRONOUNS:
             referent = _latest(referents, {"org", "norp", "thing", "person", "propn"}, plural=True)
         else:
             return None

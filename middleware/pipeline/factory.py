@@ -78,7 +78,8 @@ def build_verifier(
         return LLMVerifier(chat or providers.chat(settings))
     if name in ("slots", "hybrid"):
         aligner = Aligner(embedder if embedder is not None else load_embedder(settings))
-        slots = SlotsVerifier(aligner, top_k=settings.pipeline.verify_top_k, disabled=settings.pipeline.rules.disabled)
+        rules = settings.pipeline.rules
+        slots = SlotsVerifier(aligner, top_k=settings.pipeline.verify_top_k, disabled=rules.disabled_for(False))
         if name == "slots":
             return slots
         try:
@@ -86,10 +87,18 @@ def build_verifier(
         except BackendUnavailable as exc:
             log.warning("hybrid verifier falls back to slots: %s", exc)
             return slots
-        return HybridVerifier(nli, slots, learned=settings.pipeline.rules.decision == "learned")
+        return with_rules(HybridVerifier(nli, slots, learned=rules.decision == "learned"), settings)
     if name == "nli":
         return _nli(settings, scorer)
     raise ValueError(f"unknown verifier {name!r}; expected one of {VERIFIERS}")
+
+
+def with_rules(verifier: HybridVerifier, settings: Settings) -> HybridVerifier:
+    """The rules the settings leave on for this verifier: by default the pruned rules are off
+    where it decides with a learned combiner, none where it keeps the hand cut-offs (a model
+    whose manifest has no combiner, or ``pipeline.rules.decision: hand``)."""
+    verifier.slots.disabled = settings.pipeline.rules.disabled_for(verifier.combiner is not None)
+    return verifier
 
 
 def _nli(settings: Settings, scorer: PairScorer | None) -> NLIVerifier:

@@ -19,6 +19,7 @@ from spacy.tokens import Doc, Span, Token
 from middleware.nlp import get_nlp
 from middleware.pipeline.dates import DateValue, dates_match, parse_date
 from middleware.evidence.lexical import terms
+from middleware.pipeline.lexicon import NEGATORS
 from middleware.pipeline.names import TITLES, names_match, normalise_name
 from middleware.pipeline.quantities import Quantity, find_unit, parse_quantity, quantities_match
 
@@ -36,7 +37,6 @@ _LABEL_GROUP = {
     "PERSON": "person", "ORG": "org", "GPE": "place", "LOC": "place", "FAC": "place", "NORP": "norp",
     "EVENT": "event", "WORK_OF_ART": "work", "PRODUCT": "work", "LAW": "law", "LANGUAGE": "language",
 }  # fmt: skip
-_NEGATORS = {"not", "n't", "never", "no", "neither", "nor", "nobody", "nothing", "none", "nowhere"}
 
 
 @dataclass(frozen=True)
@@ -394,7 +394,7 @@ def _relations(doc: Doc) -> Iterable[Relation]:
         is_root = token.dep_ == "ROOT"
         if token.pos_ != "VERB" and not (is_root and token.pos_ == "AUX"):
             continue
-        negated = any(c.dep_ == "neg" or c.lower_ in _NEGATORS for c in token.children)
+        negated = any(c.dep_ == "neg" or c.lower_ in NEGATORS for c in token.children)
         negated = negated or any(
             c.lower_ in ("no", "none", "nothing") and c.dep_ == "det" for c in token.children
         )

@@ -95,10 +95,14 @@ def build_eval_verifier(settings: Settings, name: str = "auto", *, embed: bool =
         name = "hybrid" if nli_available(settings) else "slots"
     if embed:
         return pipeline.build_verifier(settings, name)
-    slots = SlotsVerifier(Aligner(None), top_k=settings.pipeline.verify_top_k, disabled=settings.pipeline.rules.disabled)
+    slots = SlotsVerifier(
+        Aligner(None), top_k=settings.pipeline.verify_top_k, disabled=settings.pipeline.rules.disabled_for(False)
+    )
     if name == "slots":
         return slots
     if name not in ("hybrid", "nli"):
         raise ValueError(f"unknown verifier {name!r} for this command; expected auto, slots, nli or hybrid")
     nli = NLIVerifier(pipeline.load_nli_scorer(settings), max_windows=settings.pipeline.nli_max_windows)
-    return nli if name == "nli" else HybridVerifier(nli, slots, learned=settings.pipeline.rules.decision == "learned")
+    if name == "nli":
+        return nli
+    return pipeline.with_rules(HybridVerifier(nli, slots, learned=settings.pipeline.rules.decision == "learned"), settings)

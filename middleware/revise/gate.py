@@ -44,6 +44,7 @@ import re
 from dataclasses import dataclass
 
 from middleware.evidence.lexical import term_recall, terms
+from middleware.pipeline.lexicon import NAME_WORD, PRONOUNS
 from middleware.pipeline.sentences import split_sentences
 from middleware.pipeline.names import FIRM_SUFFIXES, mentions, names_match, normalise_name
 from middleware.pipeline.slots import Slot, analyse, slots_agree
@@ -340,9 +341,7 @@ def evidence_premise(sentence: str, passage: str | None, topic: str | None = Non
     return f"{previous[-1].strip()} {standalone}" if previous else standalone
 
 
-_NAME_WORD = re.compile(r"[A-Z0-9][\w'’.-]*")
 _NAME_LINKS = frozenset({"the", "of", "de", "von", "van", "da", "del", "la", "le", "du"})
-_PRONOUN_WORDS = frozenset({"he", "she", "it", "they", "his", "her", "its", "their", "him", "them"})
 _SINGULAR = frozenset({"one", "1", "a", "an", "single"})
 
 
@@ -360,7 +359,7 @@ def _edit_problem(original: str, edited: str, edit: Edit, evidence: str, wording
     names = old.strip()[:1].isupper() and new.strip()[:1].isupper() and old.strip() != original.strip()[: len(old.strip())]
     if not old_slots and not names and not wording:
         return f"'{old}' -> '{new}' changes wording, not a number, date or name: flagged, not rewritten"
-    if _words(new) & _PRONOUN_WORDS - _words(old):
+    if _words(new) & PRONOUNS - _words(old):
         return f"'{old}' -> '{new}' would put a pronoun in place of a name"
     if re.search(r"\d", old) and not re.search(r"\d", new):
         return f"'{old}' -> '{new}' would put words in place of a figure"
@@ -488,7 +487,7 @@ def name_run(text: str, start: int, length: int) -> str:
         return ""
 
     def is_name(i: int) -> bool:
-        return 0 <= i < len(tokens) and bool(_NAME_WORD.fullmatch(tokens[i][2]))
+        return 0 <= i < len(tokens) and bool(NAME_WORD.fullmatch(tokens[i][2]))
 
     def linked(i: int, step: int) -> bool:  # 'the' in 'Peter the Great'
         return 0 <= i < len(tokens) and tokens[i][2] in _NAME_LINKS and is_name(i + step)
@@ -502,7 +501,7 @@ def name_run(text: str, start: int, length: int) -> str:
     while (is_name(last + 1) or linked(last + 1, 1)) and spaced(last, last + 1):
         last += 1
     run = text[tokens[first][0] : tokens[last][1]].rstrip(".")
-    return run if _NAME_WORD.match(run) else ""
+    return run if NAME_WORD.match(run) else ""
 
 
 def _singular_before_plural(text: str, new: str) -> bool:

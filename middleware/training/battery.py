@@ -299,10 +299,16 @@ async def ablate(
     _hold_caches(verifier, sum(len(v) for v in samples.values()))
     disabled, combiner = verifier.slots.disabled, verifier.combiner
     variants: dict[str, Callable[[], None]] = {
-        rule: (lambda rule=rule: setattr(verifier.slots, "disabled", disabled | {rule})) for rule in RULES
+        rule: (lambda rule=rule: setattr(verifier.slots, "disabled", disabled | {rule}))
+        for rule in RULES
+        if rule not in disabled
     }
+
+    def hand_cut_offs() -> None:  # as configured with pipeline.rules.decision: hand (every rule on)
+        verifier.combiner, verifier.slots.disabled = None, frozenset()
+
     if combiner is not None:
-        variants["learned_decision"] = lambda: setattr(verifier, "combiner", None)
+        variants["learned_decision"] = hand_cut_offs
     out: dict[str, dict[str, Any]] = {}
     for name, switch_off in variants.items():
         switch_off()

@@ -4,8 +4,8 @@ LFQA-Verification and ExpertQA answers (their ``test`` rows, sentences joined in
 said by the demo LLM (``factcheck serve --demo-upstream``, told the answer through its
 ``mock`` field), with the documents the annotators judged against as the request's context
 (``context_policy: only``). The proxy segments, checks and reports as for any user; each
-gold sentence is scored by the reports that overlap it: flagged (any verdict but
-attributable) against gold unsupported, contradictions, true sentences flagged, and every
+gold sentence is scored by the reports that overlap it: flagged (extrapolatory or
+contradictory; a skipped or unverified sentence is shown unflagged) against gold unsupported, contradictions, true sentences flagged, and every
 change correct mode makes, with the evidence sentence it came from.
 """
 
@@ -30,6 +30,9 @@ from middleware.training.battery import Item, load_set
 from middleware.training.evaluation import balanced_accuracy
 
 E2E_SETS = ("lfqa_verification", "expertqa")
+FLAGS = frozenset({"extrapolatory", "contradictory"})
+"""The verdicts a user sees as a flag: not supported, or contradicted."""
+CHECKED = FLAGS | {"attributable"}
 
 
 @dataclass
@@ -156,7 +159,9 @@ def score(results: Sequence[Streamed]) -> dict[str, Any]:
     unsupported), the share of true sentences flagged, and the changes made."""
     rows = [o for r in results if r.error is None for o in sentence_outcomes(r)]
     gold_bad = [o["gold"] != "attributable" for o in rows]
-    flagged = [any(label != "attributable" for label in o["labels"]) for o in rows]
+    # a sentence the checker skipped (not check-worthy: an instruction, an opinion) or could
+    # not check is shown unflagged, as the user sees it
+    flagged = [any(label in FLAGS for label in o["labels"]) for o in rows]
     contradicted = [any(label == "contradictory" for label in o["labels"]) for o in rows]
     true_rows = [f for f, b in zip(flagged, gold_bad, strict=True) if not b]
     bad = sum(gold_bad)
@@ -168,7 +173,7 @@ def score(results: Sequence[Streamed]) -> dict[str, Any]:
         "contradiction_precision": round(100 * hits / sum(contradicted), 1) if any(contradicted) else None,
         "contradiction_recall": round(100 * hits / bad, 1) if bad else None,
         "true_sentences_flagged": round(100 * sum(true_rows) / len(true_rows), 1) if true_rows else None,
-        "unchecked_sentences": sum(not o["labels"] for o in rows),
+        "unchecked_sentences": sum(not any(label in CHECKED for label in o["labels"]) for o in rows),
         "changes": made,
     }  # fmt: skip
 

@@ -30,6 +30,7 @@ from spacy.tokens import Token
 
 from middleware.pipeline.alignment import Aligned, Aligner, split_passages
 from middleware.evidence.lexical import stem, term_recall, terms
+from middleware.pipeline.lexicon import ANAPHORS, NAME_WORD
 from middleware.pipeline.names import mentions, names_match
 from middleware.pipeline.slots import (
     Analysis,
@@ -62,7 +63,6 @@ for _a, _b in _ANTONYM_PAIRS:
     _ANTONYMS.setdefault(_b, set()).add(_a)
 _STOP_OBJECTS = frozenset({"part", "one", "member", "kind", "type", "thing", "something", "someone", "lot"})
 _SUBJECT_DEPS = frozenset({"nsubj", "nsubjpass"})
-_ANAPHORS = frozenset({"he", "she", "it", "they", "his", "her", "its", "their", "this", "these"})
 _MARKERS = (
     " not ", "n't ", " never ", " no ", " only ", " yet to ", " other than ", " except ", " barely ", " hardly ",
     " outside ", " without ", " neither ", " nor ", " none ", " nobody ", " nothing ", " incapable ", " unable ",
@@ -335,7 +335,7 @@ class SlotsVerifier:
         in that role is no conflict ('X and Y discovered' vs 'X discovered it with Y')."""
         claimed = [
             c for c in participants(claim)
-            if c.slot is not None and c.slot.label in _ACTORS and c.name.lower() not in _ANAPHORS
+            if c.slot is not None and c.slot.label in _ACTORS and c.name.lower() not in ANAPHORS
         ]  # fmt: skip
         if not claimed:
             return None
@@ -503,7 +503,6 @@ def _event_lines(claim: Analysis, lines: list[_Line]) -> list[_Line]:
 
 
 _WORD = re.compile(r"[\w'’-]+")
-_NAME_WORD = re.compile(r"(?:[A-Z][\w'’-]*|\d[\w-]*)")
 
 
 def _anchored_conflict(slot: Slot, claim: Analysis, lines: list[_Line]) -> _Found | None:
@@ -560,7 +559,7 @@ def _anchored_conflict(slot: Slot, claim: Analysis, lines: list[_Line]) -> _Foun
             continue
         start, end = b[ej1][0], b[ej2 - 1][1]
         stated = ev[start:end]
-        if not all(_NAME_WORD.fullmatch(ev[st:en]) for st, en in b[ej1:ej2]) or not stated[:1].isupper():
+        if not all(NAME_WORD.fullmatch(ev[st:en]) for st, en in b[ej1:ej2]) or not stated[:1].isupper():
             continue
         theirs, ours = " ".join(b_low[j1:j2]), " ".join(a_low[i1:i2])
         if any(ch.isdigit() for ch in theirs) != any(ch.isdigit() for ch in ours):
@@ -619,8 +618,8 @@ def _anaphoric_subject(analysis: Analysis) -> bool:
     start, end = analysis.subject
     words = analysis.text[start:end].lower().split()
     if any(s.kind == "entity" and start <= s.start and s.end <= end for s in analysis.slots):
-        return bool(words) and words[0] in _ANAPHORS and len(words) == 1
-    return bool(words) and (words[0] in _ANAPHORS or len(words) == 2 and words[0] in ("the", "this"))
+        return bool(words) and words[0] in ANAPHORS and len(words) == 1
+    return bool(words) and (words[0] in ANAPHORS or len(words) == 2 and words[0] in ("the", "this"))
 
 
 def _same_objects(claim: Relation, evidence: Relation) -> bool:

@@ -42,6 +42,7 @@ from rapidfuzz.distance import Levenshtein
 from spacy.lang.en.stop_words import STOP_WORDS
 
 from middleware.pipeline.alignment import Aligned, Aligner, split_passages
+from middleware.pipeline.lexicon import ANAPHORS, NEGATORS
 from middleware.pipeline.sentences import split_sentences
 from middleware.pipeline.slots import Slot, analyse, analyse_many, role_similarity, slots_agree
 from middleware.pipeline.verifiers.base import DetailedVerdict, Verifier
@@ -58,14 +59,12 @@ _APPROX = (
     "about", "around", "roughly", "approximately", "nearly", "almost", "some", "circa", "c.", "over", "under",
     "just", "more than", "less than", "fewer than", "up to", "at least", "at most", "some", "an estimated",
 )  # fmt: skip
-_NEGATORS = frozenset({"not", "never", "n't", "no"})
 _SOURCES = ("mismatch", "slot", "anchor")  # most trusted first
 P_ATTR_TIE = 0.1
 """Attributable candidates whose P(attributable) is within this of the best count as tied."""
 _YEAR = re.compile(r"\b1[0-9]{3}\b|\b20[0-9]{2}\b")
 _POSSESSIVE = re.compile(r"['’]s$")
 _THE_BEFORE = re.compile(r"\b[Tt]he\s+$")
-_PRONOUNS = frozenset({"it", "he", "she", "they", "its", "his", "her", "their", "this", "these", "those", "we"})
 
 
 @dataclass(frozen=True)
@@ -337,7 +336,7 @@ def _compatible(span: str, replacement: str) -> bool:
     if not replacement.strip():
         return False
     old_words, new_words = {w.lower() for w in span.split()}, {w.lower() for w in replacement.split()}
-    if new_words < old_words and not (old_words - new_words) <= _NEGATORS:
+    if new_words < old_words and not (old_words - new_words) <= NEGATORS:
         return False
     old_slot, new_slot = _slot_of(span), _slot_of(replacement)
     if old_slot is not None and old_slot.kind != "entity":
@@ -583,9 +582,9 @@ def _anchor_candidates(
             if op == "equal" or not _anchored(ops, k, a_low):
                 continue
             changed, incoming = set(a_low[i1:i2]), set(b_low[j1:j2])
-            if op != "replace" and not (changed | incoming) <= _NEGATORS:
+            if op != "replace" and not (changed | incoming) <= NEGATORS:
                 continue
-            if i2 - i1 > max_claim or j2 - j1 > max_evidence or (incoming and incoming <= _PRONOUNS):
+            if i2 - i1 > max_claim or j2 - j1 > max_evidence or (incoming and incoming <= ANAPHORS):
                 continue
             start = a[i1][0] if i2 > i1 else a[i1 - 1][1]
             end = a[i2 - 1][1] if i2 > i1 else start

@@ -103,3 +103,21 @@ async def test_a_located_contradiction_stands_unless_the_combiner_finds_support(
     assert verdict.label == "contradictory" and verdict.replacement == "330 metres"
     convinced = Combiner(_weights([_stump("focus_entail", 100.0, 3.0, 3.0)], never, attributable=0.5))
     assert (await _hybrid(convinced, [0.85, 0.1, 0.05]).verify(claim, evidence)).label == "attributable"
+
+
+def test_the_pruned_rules_are_off_by_default_only_under_the_learned_decision(monkeypatch: pytest.MonkeyPatch) -> None:
+    from middleware.settings import PRUNED_RULES
+
+    combiner = Combiner(_weights([_stump("focus_entail", 0.0, -1.0, 1.0)], [_stump("focus_contra", 0.0, 0.0, 1.0)]))
+    settings = load_settings()
+    learned = build_verifier(settings, "hybrid", embedder=HashingEmbedder(), scorer=RulePairScorer(lambda p, h: [0.3, 0.4, 0.3]))
+    assert isinstance(learned, HybridVerifier)
+    from middleware.pipeline.factory import with_rules
+
+    learned.combiner = combiner
+    assert with_rules(learned, settings).slots.disabled == frozenset(PRUNED_RULES)
+    learned.combiner = None  # a model without a learned decision keeps every rule its hand cut-offs were tuned with
+    assert with_rules(learned, settings).slots.disabled == frozenset()
+    monkeypatch.setenv("FACTCHECK_PIPELINE__RULES__DISABLED", "[]")
+    learned.combiner = combiner
+    assert with_rules(learned, load_settings()).slots.disabled == frozenset()
