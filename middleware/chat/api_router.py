@@ -6,7 +6,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from typing import Any
+from collections.abc import AsyncIterator, Callable
+from typing import Any, TypeVar
 
 from aiohttp import web
 
@@ -21,6 +22,7 @@ from middleware.redaction import redact
 from middleware.sse import dumps, encode_event
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 CHAT_PATH = "/v1/chat/completions"
 SERVICE_KEY = web.AppKey("chat_service", ChatService)
@@ -57,23 +59,33 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
         headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache", "X-Factcheck-Mode": mode.value}
     )
     async with service.open_stream(chat, forward, mode, headers, started) as opened:
-        encoder = SSEEncoder(opened.chunks)
-        try:
-            await response.prepare(request)
-            async for event in opened.checked.run():
-                if isinstance(event, Failed):
-                    request[OUTCOME_KEY] = failure_outcome(event.error)
-                if data := encoder.encode(event):
-                    await response.write(data)
-            await response.write_eof()
-        except (ConnectionResetError, asyncio.CancelledError) as exc:
-            # The client closed the connection: counted as client_gone, never an error. A
-            # failed write returns quietly (re-raised, aiohttp would log a traceback).
-            log.info("client went away; upstream request and checks cancelled")
-            request[OUTCOME_KEY] = "client_gone"
-            if isinstance(exc, asyncio.CancelledError):
-                raise
+        await relay(request, response, opened.checked.run(), SSEEncoder(opened.chunks).encode)
     return response
+
+
+async def relay(
+    request: web.Request,
+    response: web.StreamResponse,
+    events: AsyncIterator[StreamEvent[T]],
+    encode: Callable[[StreamEvent[T]], bytes],
+) -> None:
+    """Send a checked stream's events as ``encode`` writes them, for every face; a failure
+    event sets the request's outcome. A client that closes the connection is counted as
+    ``client_gone``, never an error: a failed write returns quietly (re-raised, aiohttp would
+    log a traceback), a cancellation goes on up."""
+    try:
+        await response.prepare(request)
+        async for event in events:
+            if isinstance(event, Failed):
+                request[OUTCOME_KEY] = failure_outcome(event.error)
+            if data := encode(event):
+                await response.write(data)
+        await response.write_eof()
+    except (ConnectionResetError, asyncio.CancelledError) as exc:
+        log.info("client went away; upstream request and checks cancelled")
+        request[OUTCOME_KEY] = "client_gone"
+        if isinstance(exc, asyncio.CancelledError):
+            raise
 
 
 class SSEEncoder:

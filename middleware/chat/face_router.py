@@ -7,21 +7,18 @@ mode: rewritten where they repeat the whole text), the proxy's own in the API's 
 
 from __future__ import annotations
 
-import asyncio
-import logging
 import time
 from typing import Any
 
 from aiohttp import web
 
-from middleware.chat.api_router import OUTCOME_KEY, failure_body, failure_outcome, upstream_headers
+from middleware.chat.api_router import failure_body, relay, upstream_headers
 from middleware.chat.checked_stream import End, Failed, Forward, StreamEvent, Text
 from middleware.chat.face_service import ApiFaceService
 from middleware.chat.typed_events import EventItem, TypedEvents, encode_typed
 from middleware.chat.wire import WireReports
 from middleware.sse import dumps
 
-log = logging.getLogger(__name__)
 
 
 async def serve_face(request: web.Request, service: ApiFaceService[Any]) -> web.StreamResponse:
@@ -37,21 +34,7 @@ async def serve_face(request: web.Request, service: ApiFaceService[Any]) -> web.
         headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache", "X-Factcheck-Mode": face.mode.value}
     )
     async with service.open_stream(face, headers, started) as (checked, source):
-        encoder = TypedEncoder(source)
-        try:
-            await response.prepare(request)
-            async for event in checked.run():
-                if isinstance(event, Failed):
-                    request[OUTCOME_KEY] = failure_outcome(event.error)
-                if data := encoder.encode(event):
-                    await response.write(data)
-            await response.write_eof()
-        except (ConnectionResetError, asyncio.CancelledError) as exc:
-            # The client closed the connection: client_gone, never an error (api_router does the same).
-            log.info("client went away; upstream request and checks cancelled")
-            request[OUTCOME_KEY] = "client_gone"
-            if isinstance(exc, asyncio.CancelledError):
-                raise
+        await relay(request, response, checked.run(), TypedEncoder(source).encode)
     return response
 
 

@@ -12,18 +12,17 @@ project tunes nothing on the ``test`` rows; FEVER-Symmetric and WiCE are never t
 from __future__ import annotations
 
 import asyncio
-import json
 import random
-import re
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from middleware.training.evaluation import PASSAGE_SENTENCES, balanced_accuracy, load_fever_symmetric
+from middleware.pipeline.verifiers.features import word_overlap
+from middleware.training.evaluation import PASSAGE_SENTENCES, balanced_accuracy, load_fever_symmetric, read_jsonl
 
 if TYPE_CHECKING:
     from middleware.pipeline.verifiers import HybridVerifier, Verifier
@@ -39,7 +38,6 @@ OVERLAP_CUT = 0.6
 """The word-overlap baseline calls a claim attributable when at least this share of its
 words is in one evidence item."""
 
-_WORD = re.compile(r"\w+")
 
 
 @dataclass(frozen=True)
@@ -55,13 +53,6 @@ class Item:
     context: str | None = None
 
 
-def _read_jsonl(path: Path) -> Iterable[dict[str, Any]]:
-    with open(path, encoding="utf-8") as handle:
-        for line in handle:
-            if line.strip():
-                yield json.loads(line)
-
-
 def _battery_file(path: Path, dataset: str) -> list[Item]:
     return [
         Item(
@@ -69,7 +60,7 @@ def _battery_file(path: Path, dataset: str) -> list[Item]:
             gold="attributable" if row["label"] == "supported" else "extrapolatory",
             split=row["split"], context=row.get("context"),
         )  # fmt: skip
-        for row in _read_jsonl(path)
+        for row in read_jsonl(path)
     ]
 
 
@@ -79,7 +70,7 @@ def _wice(path: Path) -> list[Item]:
     from middleware.pipeline.verifiers.base import to_verdict_label
 
     out = []
-    for n, row in enumerate(_read_jsonl(path)):
+    for n, row in enumerate(read_jsonl(path)):
         lines = [s for s in row["evidence"] if s.strip()]
         passages = ["\n".join(lines[i : i + PASSAGE_SENTENCES]) for i in range(0, len(lines), PASSAGE_SENTENCES)]
         out.append(Item(f"wice-{n}", "wice", row["claim"], passages, to_verdict_label(row["label"])))
@@ -113,14 +104,6 @@ def sample(items: Sequence[Item], split: str, limit: int | None, seed: int = DEF
         return rows
     keep = sorted(random.Random(seed).sample(range(len(rows)), limit))
     return [rows[i] for i in keep]
-
-
-def word_overlap(claim: str, evidence: Sequence[str]) -> float:
-    """The largest share of the claim's distinct words found in one evidence item."""
-    words = set(_WORD.findall(claim.lower()))
-    if not words or not evidence:
-        return 0.0
-    return max(len(words & set(_WORD.findall(e.lower()))) / len(words) for e in evidence)
 
 
 def roc_auc(gold: Sequence[bool], scores: Sequence[float]) -> float:
@@ -309,6 +292,9 @@ async def ablate(
 
     if combiner is not None:
         variants["learned_decision"] = hand_cut_offs
+    before = {k: base[k].metrics() for k in samples}
+    battery_sets = {k: base[k] for k in samples if k in BATTERY_SETS}
+    contradicted = [k for k in samples if "contradiction_recall" in before[k]]
     out: dict[str, dict[str, Any]] = {}
     for name, switch_off in variants.items():
         switch_off()
@@ -316,18 +302,15 @@ async def ablate(
             other = await score_sets(verifier, samples)
         finally:
             verifier.slots.disabled, verifier.combiner = disabled, combiner
-        battery_sets = {k: base[k] for k in samples if k in BATTERY_SETS}
+        after = {k: other[k].metrics() for k in samples}
         point, low, high = paired_bootstrap(battery_sets, other) if battery_sets else (0.0, 0.0, 0.0)
         out[name] = {
             "battery_mean_change": point, "interval": [low, high],
             "fired": sum(1 for s in base.values() for r in s.rules if name in r),
-            "sets": {
-                k: round(other[k].metrics()["balanced_accuracy"] - base[k].metrics()["balanced_accuracy"], 1)
-                for k in samples
-            },
+            "sets": {k: round(after[k]["balanced_accuracy"] - before[k]["balanced_accuracy"], 1) for k in samples},
             "contradictions": {
-                k: {m: [base[k].metrics().get(m), other[k].metrics().get(m)] for m in ("contradiction_precision", "contradiction_recall")}
-                for k in samples if any(i.gold == "contradictory" for i in samples[k])
+                k: {m: [before[k].get(m), after[k].get(m)] for m in ("contradiction_precision", "contradiction_recall")}
+                for k in contradicted
             },
         }  # fmt: skip
         if log is not None:

@@ -125,28 +125,33 @@ async def stream_answer(session: Any, base_url: str, answer: Answer, mode: str) 
     return out
 
 
+def _gold_sentence(spans: Sequence[tuple[int, int]], report: dict[str, Any]) -> int | None:
+    """The gold sentence a report overlaps most (by offsets in the message: the proxy's
+    segmenter may cut differently), or None where it overlaps none."""
+    overlaps = [min(e, report["end"]) - max(s, report["start"]) for s, e in spans]
+    best = int(np.argmax(overlaps))
+    return best if overlaps[best] > 0 else None
+
+
 def sentence_outcomes(streamed: Streamed) -> list[dict[str, Any]]:
-    """Each gold sentence with the labels of the reports overlapping it (by offsets in the
-    message: the proxy's segmenter may cut differently)."""
+    """Each gold sentence with the labels of the reports overlapping it."""
     spans = streamed.answer.spans()
     out = [{"gold": g, "labels": [], "sentence": s} for g, s in zip(streamed.answer.gold, streamed.answer.sentences, strict=True)]
     for report in streamed.reports:
-        overlaps = [min(e, report["end"]) - max(s, report["start"]) for s, e in spans]
-        best = int(np.argmax(overlaps))
-        if overlaps[best] > 0:
-            out[best]["labels"].append(report["verdict"]["label"])
+        if (index := _gold_sentence(spans, report)) is not None:
+            out[index]["labels"].append(report["verdict"]["label"])
     return out
 
 
 def changes(streamed: Streamed) -> list[dict[str, Any]]:
     """Every change correct mode applied: the sentence, the suggestion, the evidence sentence."""
     out = []
+    spans = streamed.answer.spans()
     for report in streamed.reports:
         revision = report.get("revision") or {}
         if revision.get("status") == "applied":
-            spans = streamed.answer.spans()
-            overlaps = [min(e, report["end"]) - max(s, report["start"]) for s, e in spans]
-            gold = streamed.answer.gold[int(np.argmax(overlaps))]
+            index = _gold_sentence(spans, report)
+            gold = streamed.answer.gold[index] if index is not None else None
             out.append({
                 "answer": streamed.answer.id, "original": report["text"], "suggested": revision.get("suggested"),
                 "evidence_sentence": revision.get("evidence_sentence"), "gold_of_original": gold,

@@ -56,32 +56,26 @@ def nli_dev_items(nli_root: Path, model_dir: Path) -> list[Item]:
     hypothesis = the claim). The split is rebuilt from the run's ``train_meta.json`` with a
     fraction no larger than the run's (its synthetic pairs are not here, so the run's total
     is bounded from above): every pair taken is one the model never trained on."""
-    from middleware.training.data import _bucket, find_pair_files, read_pairs
+    from middleware.training.data import find_pair_files, read_pairs, split_dev
     from middleware.types import NLI_HEAD_LABELS
 
     meta = json.loads((model_dir / "train_meta.json").read_text())
-    seed = meta["hyper_parameters"]["seed"]
-    dev_size = meta["data"]["dev_size"]
     synthetic_bound = 3 * meta["data"].get("synthetic_per_label", 0)
     roots = [nli_root / "nli-train", nli_root / "nli-train-v2"]
     pairs = [p for f in find_pair_files([r for r in roots if r.is_dir()]) for p in read_pairs(f)]
-    fraction = dev_size / (len(pairs) + synthetic_bound)
-    strata: dict[tuple[str, int], list[Any]] = {}
-    for pair in pairs:
-        if pair.source in NLI_DEV_SOURCES:
-            strata.setdefault((pair.source, pair.label), []).append(pair)
+    _, dev = split_dev(pairs, meta["data"]["dev_size"], meta["hyper_parameters"]["seed"], len(pairs) + synthetic_bound)
     items = []
-    for members in strata.values():
-        for pair in sorted(members, key=lambda p: _bucket(p, seed))[: round(len(members) * fraction)]:
-            name = NLI_HEAD_LABELS[pair.label] if 0 <= pair.label < len(NLI_HEAD_LABELS) else "not_entailment"
-            gold = {"entailment": "attributable", "contradiction": "contradictory"}.get(name, "extrapolatory")
-            three_way = pair.source == "vitaminc"
-            items.append(
-                Item(
-                    id=f"{pair.source}-{pair.id}", dataset=pair.source, claim=pair.hypothesis, evidence=[pair.premise],
-                    gold=gold, split="train" if three_way else "train-2way",
-                )  # fmt: skip
-            )
+    for pair in dev:
+        if pair.source not in NLI_DEV_SOURCES:
+            continue
+        name = NLI_HEAD_LABELS[pair.label] if 0 <= pair.label < len(NLI_HEAD_LABELS) else "not_entailment"
+        gold = {"entailment": "attributable", "contradiction": "contradictory"}.get(name, "extrapolatory")
+        items.append(
+            Item(
+                id=f"{pair.source}-{pair.id}", dataset=pair.source, claim=pair.hypothesis, evidence=[pair.premise],
+                gold=gold, split="train" if pair.source == "vitaminc" else "train-2way",
+            )  # fmt: skip
+        )
     return sorted(items, key=lambda i: i.id)
 
 

@@ -182,13 +182,17 @@ def _bucket(pair: Pair, seed: int) -> float:
     return int.from_bytes(hashlib.sha256(key).digest()[:8], "big") / 2**64
 
 
-def split_dev(pairs: Sequence[Pair], dev_size: int, seed: int) -> tuple[list[Pair], list[Pair]]:
+def split_dev(
+    pairs: Sequence[Pair], dev_size: int, seed: int, total: int | None = None
+) -> tuple[list[Pair], list[Pair]]:
     """Hold out about ``dev_size`` pairs stratified by (source, label), chosen by hash.
-    Pairs sharing a premise with a dev pair are dropped from training (no premise leak)."""
+    Pairs sharing a premise with a dev pair are dropped from training (no premise leak).
+    ``total``: the number of pairs the dev share is taken of, where ``pairs`` is only part of
+    a run's data (default: ``len(pairs)``)."""
     strata: dict[tuple[str, int], list[Pair]] = {}
     for pair in pairs:
         strata.setdefault((pair.source, pair.label), []).append(pair)
-    fraction = min(1.0, dev_size / max(1, len(pairs)))
+    fraction = min(1.0, dev_size / max(1, total if total is not None else len(pairs)))
     dev: list[Pair] = []
     for members in strata.values():
         ranked = sorted(members, key=lambda p: _bucket(p, seed))

@@ -91,7 +91,7 @@ class Result:
         }
 
 
-def _read_jsonl(path: Path) -> Iterable[dict]:
+def read_jsonl(path: Path) -> Iterable[dict]:
     with open(path, encoding="utf-8") as fh:
         for line in fh:
             if line.strip():
@@ -103,7 +103,7 @@ def load_wice(path: Path, passage_sentences: int = PASSAGE_SENTENCES) -> list[Ex
     from middleware.pipeline.verifiers.base import to_verdict_label
 
     out = []
-    for row in _read_jsonl(path):
+    for row in read_jsonl(path):
         lines = [s for s in row["evidence"] if s.strip()]
         passages = [
             "\n".join(lines[i : i + passage_sentences]) for i in range(0, len(lines), passage_sentences)
@@ -120,7 +120,7 @@ def load_fever_symmetric(path: Path) -> list[Example]:
     if path.is_dir():
         path = next(path.glob("*.jsonl"))
     out = []
-    for row in _read_jsonl(path):
+    for row in read_jsonl(path):
         evidence = row.get("evidence") or row.get("sentence1")
         label = row.get("gold_label") or row.get("label")
         out.append(Example(clean_text(row["claim"]), [clean_text(evidence)], to_verdict_label(label)))

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import time
 import uuid
+from abc import ABC, abstractmethod
 from typing import Any, Protocol
 
 from middleware.errors import UpstreamError
@@ -161,24 +162,18 @@ class MessagesToChat:
         return []
 
 
-class ChatToResponses:
-    """Chat chunks → OpenAI Responses events, ``response.completed`` last (in ``finish``)."""
+class _ChatChunkWriter(ABC):
+    """What every writer reads of a chat chunk: the first chunk opens the answer
+    (``_start``), then the usage, choice 0's text (``_text``), its tool-call fragments
+    (``_tool_call``) and its finish reason."""
 
     def __init__(self) -> None:
-        self._id = new_id("resp_")
-        self._model = "unknown"
-        self._created = int(time.time())
-        self._sequence = 0
         self._started = False
-        self._message: dict[str, Any] | None = None
-        self._calls: dict[int, dict[str, Any]] = {}
-        self._output: list[dict[str, Any]] = []
-        self._open: list[int] = []
         self._finish: str | None = None
         self._usage: dict[str, Any] = {}
 
     def feed(self, chunk: dict[str, Any]) -> list[dict[str, Any]]:
-        out = self._start(chunk) if not self._started else []
+        out = self._opening(chunk)
         if isinstance(chunk.get("usage"), dict):
             self._usage = chunk["usage"]
         for choice in chunk.get("choices") or []:
@@ -193,8 +188,40 @@ class ChatToResponses:
                 self._finish = choice["finish_reason"]
         return out
 
+    def _opening(self, chunk: dict[str, Any]) -> list[dict[str, Any]]:
+        """The events that open the answer, the first time only (an empty answer is opened by
+        ``finish``)."""
+        if self._started:
+            return []
+        self._started = True
+        return self._start(chunk)
+
+    @abstractmethod
+    def _start(self, chunk: dict[str, Any]) -> list[dict[str, Any]]: ...
+
+    @abstractmethod
+    def _text(self, text: str) -> list[dict[str, Any]]: ...
+
+    @abstractmethod
+    def _tool_call(self, call: dict[str, Any]) -> list[dict[str, Any]]: ...
+
+
+class ChatToResponses(_ChatChunkWriter):
+    """Chat chunks → OpenAI Responses events, ``response.completed`` last (in ``finish``)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._id = new_id("resp_")
+        self._model = "unknown"
+        self._created = int(time.time())
+        self._sequence = 0
+        self._message: dict[str, Any] | None = None
+        self._calls: dict[int, dict[str, Any]] = {}
+        self._output: list[dict[str, Any]] = []
+        self._open: list[int] = []
+
     def finish(self) -> list[dict[str, Any]]:
-        out = self._start({}) if not self._started else []
+        out = self._opening({})
         out += self._close_all()
         status = "incomplete" if self._finish == "length" else "completed"
         response = self._response(status)
@@ -209,7 +236,6 @@ class ChatToResponses:
         return out + [self._event(f"response.{status}", response=response)]
 
     def _start(self, chunk: dict[str, Any]) -> list[dict[str, Any]]:
-        self._started = True
         self._model = str(chunk.get("model") or self._model)
         return [self._event("response.created", response=self._response("in_progress")),
                 self._event("response.in_progress", response=self._response("in_progress"))]
@@ -290,42 +316,31 @@ def _text_part(text: str) -> dict[str, Any]:
     return {"type": "output_text", "text": text, "annotations": []}
 
 
-class ChatToMessages:
+class ChatToMessages(_ChatChunkWriter):
     """Chat chunks → Anthropic Messages events, ``message_stop`` last (in ``finish``)."""
 
     def __init__(self) -> None:
+        super().__init__()
         self._id = new_id("msg_")
-        self._started = False
         self._block: tuple[str, int] | None = None  # ("text", -1) or ("tool", chat call index)
         self._blocks = 0
-        self._finish: str | None = None
-        self._usage: dict[str, Any] = {}
 
-    def feed(self, chunk: dict[str, Any]) -> list[dict[str, Any]]:
-        out = self._start(chunk) if not self._started else []
-        if isinstance(chunk.get("usage"), dict):
-            self._usage = chunk["usage"]
-        for choice in chunk.get("choices") or []:
-            if not isinstance(choice, dict) or choice.get("index", 0) != 0:
-                continue
-            delta = choice.get("delta") or {}
-            if isinstance(delta.get("content"), str) and delta["content"]:
-                out += self._open(("text", -1), {"type": "text", "text": ""})
-                out.append(self._delta({"type": "text_delta", "text": delta["content"]}))
-            for call in delta.get("tool_calls") or []:
-                function = call.get("function") or {}
-                key = ("tool", int(call.get("index", 0)))
-                if self._block != key:
-                    out += self._open(key, {"type": "tool_use", "id": call.get("id") or new_id("toolu_"),
-                                            "name": function.get("name") or "", "input": {}})
-                if arguments := function.get("arguments"):
-                    out.append(self._delta({"type": "input_json_delta", "partial_json": arguments}))
-            if choice.get("finish_reason"):
-                self._finish = choice["finish_reason"]
+    def _text(self, text: str) -> list[dict[str, Any]]:
+        return [*self._open(("text", -1), {"type": "text", "text": ""}), self._delta({"type": "text_delta", "text": text})]
+
+    def _tool_call(self, call: dict[str, Any]) -> list[dict[str, Any]]:
+        function = call.get("function") or {}
+        key = ("tool", int(call.get("index", 0)))
+        out: list[dict[str, Any]] = []
+        if self._block != key:
+            out += self._open(key, {"type": "tool_use", "id": call.get("id") or new_id("toolu_"),
+                                    "name": function.get("name") or "", "input": {}})
+        if arguments := function.get("arguments"):
+            out.append(self._delta({"type": "input_json_delta", "partial_json": arguments}))
         return out
 
     def finish(self) -> list[dict[str, Any]]:
-        out = self._start({}) if not self._started else []
+        out = self._opening({})
         out += self._close()
         usage = {"input_tokens": self._usage.get("prompt_tokens", 0), "output_tokens": self._usage.get("completion_tokens", 0)}
         return out + [
@@ -335,7 +350,6 @@ class ChatToMessages:
         ]
 
     def _start(self, chunk: dict[str, Any]) -> list[dict[str, Any]]:
-        self._started = True
         message: dict[str, Any] = {
             "id": self._id, "type": "message", "role": "assistant", "model": chunk.get("model") or "unknown",
                    "content": [], "stop_reason": None, "stop_sequence": None,

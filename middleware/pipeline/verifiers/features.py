@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 
@@ -97,27 +97,40 @@ def _words(text: str) -> list[str]:
     return _WORD.findall(text.lower())
 
 
+def _best_share(words: set[str], items: Iterable[set[str]]) -> float:
+    return max((len(words & item) / len(words) for item in items), default=0.0) if words else 0.0
+
+
+def word_overlap(claim: str, evidence: Sequence[str]) -> float:
+    """The largest share of the claim's distinct words found in one evidence item: the
+    word-overlap baseline of ``factcheck eval-battery`` and the ``overlap_item`` feature."""
+    return _best_share(set(_words(claim)), (set(_words(e)) for e in evidence))
+
+
 def lexical_features(claim: str, evidence: Sequence[str]) -> dict[str, float]:
     """How much of the claim the evidence writes: distinct words in the best item and in all
-    items, stemmed content terms, word pairs in order, content words and numbers missing."""
-    words = set(_words(claim))
-    items = [set(_words(e)) for e in evidence]
+    items, stemmed content terms, word pairs in order, content words and numbers missing; and
+    the evidence's length (each item is read once)."""
+    claim_words = _words(claim)
+    words = set(claim_words)
+    evidence_words = [_words(e) for e in evidence]
+    items = [set(w) for w in evidence_words]
     every = set().union(*items) if items else set()
     content = set(terms(claim))
     evidence_terms = {t for e in evidence for t in terms(e)}
-    claim_words = _words(claim)
     pairs = set(zip(claim_words, claim_words[1:], strict=False))
-    evidence_pairs = {p for e in evidence for w in [_words(e)] for p in zip(w, w[1:], strict=False)}
+    evidence_pairs = {p for w in evidence_words for p in zip(w, w[1:], strict=False)}
     numbers = {n.replace(",", "") for n in _NUMBER.findall(claim)}
     evidence_numbers = {n.replace(",", "") for e in evidence for n in _NUMBER.findall(e)}
     missing = content - evidence_terms
     return {
-        "overlap_item": max((len(words & i) / len(words) for i in items), default=0.0) if words else 0.0,
+        "overlap_item": _best_share(words, items),
         "overlap_all": len(words & every) / len(words) if words else 0.0,
         "content_recall": len(content & evidence_terms) / len(content) if content else 1.0,
         "bigram_recall": len(pairs & evidence_pairs) / len(pairs) if pairs else 1.0,
         "missing_content": math.log1p(len(missing)),
         "numbers_missing": len(numbers - evidence_numbers) / len(numbers) if numbers else 0.0,
+        "evidence_words": math.log1p(sum(len(w) for w in evidence_words)),
     }
 
 
@@ -133,10 +146,7 @@ def slot_features(slots: DetailedVerdict, n_slots: int, align_best: float) -> di
     }
 
 
-def length_features(claim: str, evidence: Sequence[str], windows: int) -> dict[str, float]:
-    """Log word counts of the claim and the evidence, and the number of NLI windows."""
-    return {
-        "claim_words": math.log1p(len(_words(claim))),
-        "evidence_words": math.log1p(sum(len(_words(e)) for e in evidence)),
-        "windows": math.log1p(windows),
-    }
+def length_features(claim: str, windows: int) -> dict[str, float]:
+    """Log word count of the claim and the number of NLI windows (the evidence's length comes
+    with ``lexical_features``)."""
+    return {"claim_words": math.log1p(len(_words(claim))), "windows": math.log1p(windows)}

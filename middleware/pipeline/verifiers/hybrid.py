@@ -111,7 +111,7 @@ class HybridVerifier:
             | F.lexical_features(claim, [p.text for p in evidence])
             | {"lexical_best": float(assessment.lexical.max()) if len(assessment.lexical) else 0.0}
             | F.slot_features(slots, len(analyse(claim).slots), max((a.score for a in aligned), default=0.0))
-            | F.length_features(claim, [p.text for p in evidence], len(assessment.windows))
+            | F.length_features(claim, len(assessment.windows))
             | {f"rule:{r.name}": 1.0 for r in slots.rules}
         )
         return Reading(claim, evidence, assessment, aligned, self.nli.decide(assessment), slots, focus, features)
