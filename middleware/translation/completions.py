@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable
 from typing import Any
 
 from middleware.translation.streams import from_anthropic_stop, new_id, to_anthropic_stop
+from middleware.translation.via_chat import Translate, unchanged, via_chat
 
 
 def _chat(id_: str, model: str, text: str | None, calls: list[dict[str, Any]], finish: str,
@@ -97,20 +97,13 @@ def chat_to_messages(completion: dict[str, Any]) -> dict[str, Any]:
             "usage": {"input_tokens": usage.get("prompt_tokens", 0), "output_tokens": usage.get("completion_tokens", 0)}}
 
 
-def _same(body: dict[str, Any]) -> dict[str, Any]:
-    return body
-
-
-Translate = Callable[[dict[str, Any]], dict[str, Any]]
-TO_CHAT: dict[str, Translate] = {"chat": _same, "responses": responses_to_chat, "messages": messages_to_chat}
-FROM_CHAT: dict[str, Translate] = {"chat": _same, "responses": chat_to_responses, "messages": chat_to_messages}
+TO_CHAT: dict[str, Translate] = {"chat": unchanged, "responses": responses_to_chat, "messages": messages_to_chat}
+FROM_CHAT: dict[str, Translate] = {"chat": unchanged, "responses": chat_to_responses, "messages": chat_to_messages}
 
 
 def translate_answer(answer: dict[str, Any], source: str, target: str) -> dict[str, Any]:
     """A non-stream answer of API ``source`` as one of API ``target`` (itself when the same)."""
-    if source == target:
-        return answer
-    return FROM_CHAT[target](TO_CHAT[source](answer))
+    return via_chat(answer, source, target, TO_CHAT, FROM_CHAT)
 
 
 # ------------------------------------------------------------------- the text that is checked

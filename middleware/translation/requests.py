@@ -9,8 +9,9 @@ has no name for are dropped, since its server would refuse them.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from typing import Any
+
+from middleware.translation.via_chat import Translate, unchanged, via_chat
 
 DEFAULT_MAX_TOKENS = 4096
 """The Messages API needs ``max_tokens``; a chat or Responses request may leave it out."""
@@ -185,17 +186,10 @@ def _json_object(arguments: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def _same(body: dict[str, Any]) -> dict[str, Any]:
-    return body
-
-
-Translate = Callable[[dict[str, Any]], dict[str, Any]]
-TO_CHAT: dict[str, Translate] = {"chat": _same, "responses": responses_to_chat, "messages": messages_to_chat}
-FROM_CHAT: dict[str, Translate] = {"chat": _same, "responses": chat_to_responses, "messages": chat_to_messages}
+TO_CHAT: dict[str, Translate] = {"chat": unchanged, "responses": responses_to_chat, "messages": messages_to_chat}
+FROM_CHAT: dict[str, Translate] = {"chat": unchanged, "responses": chat_to_responses, "messages": chat_to_messages}
 
 
 def translate_request(body: dict[str, Any], source: str, target: str) -> dict[str, Any]:
     """A request body of API ``source`` as one of API ``target`` (itself when they are the same)."""
-    if source == target:
-        return body
-    return FROM_CHAT[target](TO_CHAT[source](body))
+    return via_chat(body, source, target, TO_CHAT, FROM_CHAT)
