@@ -97,6 +97,13 @@ def train_verifier(
     ] = ["docnli_mctest_fever", "factcg_cg2c"],
     long_max_length: Annotated[int, typer.Option(help="max tokens per pair of the --long-source sources")] = 384,
     device: Annotated[str, typer.Option(help="cpu, or cuda (bf16 autocast) on a machine with a GPU")] = "cpu",
+    teacher_checkpoint: Annotated[
+        Path | None,
+        typer.Option(
+            help="distil from a fine-tuned checkpoint (a train-verifier run's checkpoint/): its probabilities "
+            "on every training pair are the soft labels, instead of --teacher's file"
+        ),
+    ] = None,
 ) -> None:
     """Fine-tune a 3-way NLI cross-encoder (entailment/neutral/contradiction), on the CPU by
     default, optionally distilled from a teacher's soft labels."""
@@ -132,12 +139,18 @@ def train_verifier(
         train_pairs = [p for p in train_pairs if p.source != "synthetic"]
     weights = parse_weights(source_weight)
     train_pairs = weight_sources(train_pairs, weights, seed)
+    if teacher is not None and teacher_checkpoint is not None:
+        raise typer.BadParameter("give --teacher (a file of soft labels) or --teacher-checkpoint, not both")
     if teacher is not None and alpha > 0:
         train_pairs = attach_teacher(train_pairs, read_teacher(teacher))
         hashes[str(teacher)] = file_sha256(teacher)
     if max_train:
         random.Random(seed).shuffle(train_pairs)
         train_pairs = train_pairs[:max_train]
+    if teacher_checkpoint is not None and alpha > 0:
+        train_pairs = teach(
+            teacher_checkpoint, train_pairs, max_length, tuple(long_source), long_max_length, device
+        )
     config = TrainConfig(
         base=_resolve_base(base),
         out=out,
@@ -153,12 +166,13 @@ def train_verifier(
         patience=patience,
         threads=threads,
         freeze_embeddings=freeze_embeddings,
-        alpha=alpha if teacher is not None else 0.0,
+        alpha=alpha if teacher is not None or teacher_checkpoint is not None else 0.0,
         long_sources=tuple(long_source),
         long_max_length=long_max_length,
         device=device,
         extra={
             "teacher": str(teacher) if teacher else None,
+            "teacher_checkpoint": str(teacher_checkpoint) if teacher_checkpoint else None,
             "source_weights": weights,
             "files_sha256": hashes,
             "synthetic_per_label": synthetic_per_label,
@@ -181,6 +195,24 @@ def train_verifier(
             indent=2,
         )
     )
+
+
+def teach(checkpoint: Path, pairs, max_length: int, long_sources: tuple[str, ...], long_max_length: int, device: str):
+    """The pairs with a fine-tuned checkpoint's class probabilities as their soft labels
+    (distillation: the student learns the teacher's distribution on every training pair)."""
+    import time
+
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+    from middleware.training.data import attach_probabilities
+    from middleware.training.trainer import check_device, predict
+
+    started = time.monotonic()
+    tokenizer = AutoTokenizer.from_pretrained(checkpoint)
+    model = AutoModelForSequenceClassification.from_pretrained(checkpoint).to(check_device(device))
+    probs = predict(model, tokenizer, pairs, max_length, 256, long_sources, long_max_length, device)
+    logging.info("teacher %s: %d pairs in %.0f s", checkpoint, len(pairs), time.monotonic() - started)
+    return attach_probabilities(pairs, probs)
 
 
 def _synthetic(wikitext, corpus, per_label, max_passages, seed, out_file: Path):

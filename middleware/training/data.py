@@ -78,6 +78,14 @@ def attach_teacher(pairs: Sequence[Pair], teacher: dict[str, tuple[float, float,
     return [replace(p, soft=teacher.get(p.key)) if p.key else p for p in pairs]
 
 
+def attach_probabilities(pairs: Sequence[Pair], probs: Sequence[Sequence[float]]) -> list[Pair]:
+    """The pairs with the given class probabilities (rows in ``NLI_HEAD_LABELS`` order, one
+    per pair) as their soft labels: a teacher model's predictions."""
+    if len(probs) != len(pairs):
+        raise ValueError(f"{len(probs)} rows of probabilities for {len(pairs)} pairs")
+    return [replace(p, soft=(float(row[0]), float(row[1]), float(row[2]))) for p, row in zip(pairs, probs, strict=True)]
+
+
 def weight_sources(pairs: Sequence[Pair], weights: dict[str, float], seed: int) -> list[Pair]:
     """Mix sources by weight: a source with weight w contributes round(w * n) of its n pairs
     (sampled without replacement below 1, repeated whole then sampled above 1); unnamed

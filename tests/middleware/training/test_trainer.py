@@ -328,3 +328,52 @@ def test_calibration_picks_thresholds_on_dev_pairs() -> None:
     gold = np.asarray(labels) == 0
     assert calibration.precise_entailment == max(precise_threshold(gold, p_entail, 0.95), calibration.entailment)
     assert calibration.contradiction >= 0.5
+
+
+def test_distil_from_a_checkpoint_uses_its_probabilities_as_soft_labels(tmp_path, tiny_base):
+    data = _write_pairs(tmp_path / "toy" / "pairs.jsonl", _synthetic_rows(60))
+    common = ["--data", str(data.parent), "--dev-size", "12", "--batch-size", "8", "--max-length", "48", "--threads", "1"]
+    teacher_run, student_run = tmp_path / "teacher", tmp_path / "student"
+    first = CliRunner().invoke(
+        _app(), ["train-verifier", *common, "--out", str(teacher_run), "--base", str(tiny_base), "--epochs", "0.3"]
+    )
+    assert first.exit_code == 0, first.output
+    result = CliRunner().invoke(
+        _app(),
+        [
+            "train-verifier",
+            *common,
+            "--out",
+            str(student_run),
+            "--base",
+            str(tiny_base),
+            "--epochs",
+            "0.3",
+            "--teacher-checkpoint",
+            str(teacher_run / "checkpoint"),
+            "--alpha",
+            "0.8",
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    meta = json.loads((student_run / "train_meta.json").read_text())
+    assert meta["hyper_parameters"]["alpha"] == 0.8
+    assert meta["data"]["teacher_checkpoint"] == str(teacher_run / "checkpoint")
+    coverage = meta["teacher_coverage"]
+    assert coverage["train_pairs_with_soft_labels"] == coverage["train_pairs"] > 0
+    both = CliRunner().invoke(
+        _app(),
+        ["train-verifier", *common, "--out", str(tmp_path / "x"), "--base", str(tiny_base),
+         "--teacher", str(data), "--teacher-checkpoint", str(teacher_run / "checkpoint")],
+    )
+    assert both.exit_code != 0 and "not both" in both.output
+
+
+def test_attach_probabilities_needs_one_row_per_pair():
+    from middleware.training.data import Pair, attach_probabilities
+
+    pairs = [Pair("a", "b", 0), Pair("c", "d", 2)]
+    taught = attach_probabilities(pairs, [[0.7, 0.2, 0.1], [0.1, 0.1, 0.8]])
+    assert [p.soft for p in taught] == [(0.7, 0.2, 0.1), (0.1, 0.1, 0.8)]
+    with pytest.raises(ValueError, match="2 pairs"):
+        attach_probabilities(pairs, [[1.0, 0.0, 0.0]])
