@@ -117,7 +117,7 @@ class CheckRunner:
     def __init__(self, checker: Checker, settings: CheckSettings) -> None:
         self.checker = checker
         self.settings = settings
-        self._global = asyncio.Semaphore(settings.max_checks_global)
+        self._global = asyncio.Semaphore(settings.check_slots)
         self.summary_timeouts = 0
         self._timeouts_logged_at: float | None = None
         self.waiting = 0
@@ -138,12 +138,12 @@ class CheckRunner:
 
     def overloaded(self, remaining_s: float) -> bool:
         """Would a check that joins the queue now miss its budget? True when every slot is busy
-        and the expected wait for a slot (the checks ahead, served ``max_checks_global`` at a
+        and the expected wait for a slot (the checks ahead, served ``check_slots`` at a
         time at the running mean service time) plus one service time exceeds ``remaining_s``."""
         service = self.expected_service_s
         if not self.settings.shed_overload or not self._global.locked() or service is None:
             return False
-        rounds = (self.waiting + 1) / self.settings.max_checks_global
+        rounds = (self.waiting + 1) / self.settings.check_slots
         return (rounds + 1) * service > remaining_s
 
     async def acquire(self) -> None:
