@@ -36,15 +36,16 @@ def _shift_numbers(text: str, by: int) -> str:
 
 
 async def _one_answer(runner: CheckRunner, text: str, latencies: list[float], mode: Mode = Mode.ANNOTATE) -> None:
-    checks = runner.for_stream()
+    checks = runner.session(CheckContext(mode=mode))
     sentences = _sentences(text)
     started: dict[int, float] = {}
     for sentence in sentences:
         started[sentence.index] = time.perf_counter()
         previous = [s.text for s in sentences[: sentence.index]]
-        task = checks.submit(sentence, CheckContext(previous=previous, mode=mode))
+        task = checks.submit(sentence, previous)
         task.add_done_callback(lambda t, i=sentence.index: latencies.append(time.perf_counter() - started[i]))
     await checks.wait_all()
+    checks.close()
 
 
 async def _run(

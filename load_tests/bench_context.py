@@ -47,6 +47,7 @@ from aiohttp import web
 
 from adapters.demo_upstream import DemoUpstream, _completion, tokenize
 from middleware.chat.protocol import ChatRequest
+from middleware.checking import check_sentence
 from middleware.evidence.index import DEMO_CORPUS, ensure_demo_index
 from middleware.evidence.request_passages import request_passages
 from middleware.metrics import MEMORY_CHECK_LATENCY, MEMORY_CHECK_TOKENS
@@ -128,7 +129,7 @@ async def bench_grounding(settings: Settings, rounds: int, distractors: int) -> 
     work = [w[:3] for w in work]
     warm = build_pipeline_checker(settings)
     for sentence, passages, previous in work:  # parse caches and model sessions warm for every condition
-        await warm.check(sentence, CheckContext(previous=previous, request_passages=passages,
+        await check_sentence(warm, sentence, CheckContext(previous=previous, request_passages=passages,
                                                 options={"context_policy": "among"}))
     total: dict[str, list[float]] = {c: [] for c in CONDITIONS}
     search: dict[str, list[float]] = {c: [] for c in CONDITIONS}
@@ -140,7 +141,7 @@ async def bench_grounding(settings: Settings, rounds: int, distractors: int) -> 
             for condition in order:
                 context = _context(condition, passages, previous)
                 t0 = time.perf_counter()
-                report = await checkers[condition].check(sentence, context)
+                report = await check_sentence(checkers[condition], sentence, context)
                 elapsed = (time.perf_counter() - t0) * 1000
                 total[condition].append(elapsed)
                 if report.verdict.label != "skipped":

@@ -94,6 +94,16 @@ class RunSummary:
     verdicts: dict[str, int] = field(default_factory=dict)
     """Sentence reports by verdict label (reason in brackets for unverified ones)."""
     first_errors: list[str] = field(default_factory=list)
+    lag_p50_ms: float | None = None
+    lag_p99_ms: float | None = None
+    lag_max_ms: float | None = None
+    """The proxy's event loop lag: how late a 1 ms timer on its loop fires (``loop_lag.py``)."""
+    checks_per_s: float | None = None
+    """Checks completed per second: sentence reports with a verdict (not ``unverified``)."""
+    shed: int = 0
+    """Checks shed: ``unverified (overload)`` reports."""
+    timed_out: int = 0
+    """Checks that ran out of budget: ``unverified (timeout)`` reports."""
 
 
 def free_port() -> int:
@@ -124,7 +134,24 @@ class Process:
             self.proc = subprocess.Popen(args, env={**os.environ, **(env or {})}, stdout=log, stderr=subprocess.STDOUT,
                                          start_new_session=True, cwd=cwd)
         self.peak_rss = 0
+        self.lag_file = (env or {}).get("FACTCHECK_LOOP_LAG_FILE")
+        """Where the process writes its event loop's lag samples on SIGUSR1 (``loop_lag.py``), if it does."""
         self._wait_ready(startup_timeout, ready_text)
+
+    def loop_lag(self) -> list[float] | None:
+        """The lag samples (seconds) since the last call, from the process's own event loop;
+        None for a process without the probe."""
+        if self.lag_file is None:
+            return None
+        before = os.stat(self.lag_file).st_mtime_ns if os.path.exists(self.lag_file) else 0
+        os.kill(self.proc.pid, signal.SIGUSR1)
+        deadline = time.time() + 10
+        while time.time() < deadline:
+            if os.path.exists(self.lag_file) and os.stat(self.lag_file).st_mtime_ns != before:
+                text = Path(self.lag_file).read_text()
+                return [float(line) for line in text.split()]
+            time.sleep(0.02)
+        raise RuntimeError(f"{self.name} wrote no loop lag samples")
 
     def _wait_ready(self, timeout: float, ready_text: str | None) -> None:
         """Until the port accepts connections and, if given, ``ready_text`` is in the log."""
@@ -186,17 +213,29 @@ def start_mock_upstream(token_rate: float) -> Process:
                     "--token-rate", str(token_rate)], port, name="mock-upstream")
 
 
+LOOP_LAG = Path(__file__).with_name("loop_lag.py")
+
+
 def start_proxy(upstream_port: int, checker: str = "none", extra_env: dict[str, str] | None = None,
-                startup_timeout: float = 600.0, workers: int = 1) -> Process:
+                startup_timeout: float = 600.0, workers: int = 1, code: Path | None = None) -> Process:
     """The proxy (``factcheck serve``) in front of the mock upstream. A pipeline checker may
     build the demo index and load models at start-up, hence the long default timeout. The
-    proxy is ready when it prints that it listens (with workers: once every worker listens)."""
+    proxy is ready when it prints that it listens (with workers: once every worker listens).
+    ``code``: the checkout whose ``middleware`` runs (default: this one), for before/after
+    runs in one sitting. With one process, its event loop's lag is sampled (``loop_lag.py``)."""
     port = free_port()
     env = {"FACTCHECK_CHECK__CHECKER": checker, "FACTCHECK_LOG_LEVEL": "WARNING",
            "FACTCHECK_SERVER__MAX_CONCURRENT_STREAMS": "100000", **(extra_env or {})}
-    return Process([sys.executable, "-m", "middleware.cli", "serve", "--port", str(port), "--workers", str(workers),
-                    "--upstream-url", f"http://127.0.0.1:{upstream_port}/v1"], port, env,
-                   name="factcheck-proxy", startup_timeout=startup_timeout, ready_text="factcheck proxy listening")
+    serve = ["serve", "--port", str(port), "--workers", str(workers), "--upstream-url",
+             f"http://127.0.0.1:{upstream_port}/v1"]
+    command = [sys.executable, "-m", "middleware.cli", *serve]
+    if workers == 1:
+        env["FACTCHECK_LOOP_LAG_FILE"] = tempfile.mkstemp(prefix="loop-lag-")[1]
+        command = [sys.executable, str(LOOP_LAG), *serve]
+    root = code if code is not None else Path(__file__).resolve().parent.parent
+    env["PYTHONPATH"] = os.pathsep.join([str(root), *filter(None, [os.environ.get("PYTHONPATH")])])
+    return Process(command, port, env, name="factcheck-proxy", startup_timeout=startup_timeout,
+                   ready_text="factcheck proxy listening")
 
 
 @dataclass
@@ -321,6 +360,7 @@ class Pool:
     cpu: list[float] = field(default_factory=list)
     driver_cpu: list[float] = field(default_factory=list)
     peak_rss: int = 0
+    lags: list[float] | None = None
 
 
 def summarise(target: str, mode: str, streams: int, pool: Pool) -> RunSummary:
@@ -330,6 +370,9 @@ def summarise(target: str, mode: str, streams: int, pool: Pool) -> RunSummary:
     gaps = [g for r in ok for g in r.gaps]
     reports = [x for r in ok for x in r.report_latencies]
     errors = [r.error for r in results if r.error is not None]
+    verdicts = Counter(v for r in ok for v in r.verdicts)
+    checked = sum(n for v, n in verdicts.items() if not v.startswith("unverified"))
+    lags = sorted(pool.lags) if pool.lags else []
     return RunSummary(
         target=target, mode=mode, streams=streams, requests=len(results),
         errors=len(errors), error_rate=len(errors) / len(results) if results else 0.0,
@@ -345,16 +388,23 @@ def summarise(target: str, mode: str, streams: int, pool: Pool) -> RunSummary:
         peak_rss_mb=pool.peak_rss / 2**20 if pool.peak_rss else None,
         driver_cpu_percent=statistics.median(pool.driver_cpu) if pool.driver_cpu else None,
         first_errors=list(dict.fromkeys(errors))[:3],
-        verdicts=dict(Counter(v for r in ok for v in r.verdicts).most_common()),
+        verdicts=dict(verdicts.most_common()),
+        lag_p50_ms=1000 * _pct(lags, 0.5) if lags else None,
+        lag_p99_ms=1000 * _pct(lags, 0.99) if lags else None,
+        lag_max_ms=1000 * lags[-1] if lags else None,
+        checks_per_s=checked / pool.elapsed if verdicts and pool.elapsed else None,
+        shed=verdicts.get("unverified (overload)", 0),
+        timed_out=verdicts.get("unverified (timeout)", 0),
     )
 
 
 _COLUMNS = ("target", "mode", "streams", "requests", "errors", "mismatches", "ttft_p50_ms", "ttft_p99_ms",
-            "gap_p50_ms", "gap_p99_ms", "report_p50_ms", "report_p95_ms", "tokens_per_s", "cpu_percent",
-            "peak_rss_mb", "driver_cpu_percent")
+            "gap_p50_ms", "gap_p99_ms", "lag_p50_ms", "lag_p99_ms", "lag_max_ms", "report_p50_ms", "report_p95_ms",
+            "checks_per_s", "shed", "timed_out", "tokens_per_s", "cpu_percent", "peak_rss_mb", "driver_cpu_percent")
 _HEADINGS = ("target", "mode", "streams", "requests", "errors", "mismatches", "TTFT p50 ms", "TTFT p99 ms",
-             "gap p50 ms", "gap p99 ms", "report p50 ms", "report p95 ms", "tokens/s", "CPU % of a core",
-             "peak RSS MB", "driver CPU %")
+             "gap p50 ms", "gap p99 ms", "loop lag p50 ms", "loop lag p99 ms", "loop lag max ms", "report p50 ms",
+             "report p95 ms", "checks/s", "shed", "timed out", "tokens/s", "CPU % of a core", "peak RSS MB",
+             "driver CPU %")
 
 
 def _cell(value: Any) -> str:
@@ -443,10 +493,14 @@ def run_all(targets: list[Target], levels: list[int], duration: float, rounds: i
             for target in targets[shift:] + targets[:shift]:
                 if target.process is not None:
                     target.process.peak_rss = 0
+                    target.process.loop_lag()  # a new window of lag samples
                 results, elapsed, cpu, driver_cpu = eventloop.run(
                     run_load(target, Load(n, duration, text, _ramp(text, token_rate, duration)))
                 )
                 pool = pools.setdefault((target.name, target.mode, n), Pool())
+                lags = target.process.loop_lag() if target.process is not None else None
+                if lags is not None:
+                    pool.lags = (pool.lags or []) + lags
                 pool.results += results
                 pool.elapsed += elapsed
                 if cpu is not None:
@@ -470,6 +524,9 @@ def main(
     litellm: Annotated[bool, typer.Option(help="also run LiteLLM's proxy in pass-through (see litellm_target.py)")] = False,
     rounds: Annotated[int, typer.Option(help="repeat every target this often, rotating the order")] = 1,
     workers: Annotated[int, typer.Option(help="proxy worker processes (serve --workers)")] = 1,
+    code: Annotated[Path | None, typer.Option(help="checkout whose middleware the proxy runs (a baseline)")] = None,
+    proxy_env: Annotated[list[str] | None, typer.Option(help="KEY=VALUE for the proxy (e.g. "
+                                                        "FACTCHECK_CHECK__WORKERS=2), repeatable")] = None,
     warmup: Annotated[float, typer.Option(help="seconds of warm-up per target and level (not measured)")] = 2.0,
     out: Annotated[Path | None, typer.Option(help="write JSON results here")] = None,
     markdown_out: Annotated[Path | None, typer.Option("--markdown", help="write the markdown table here")] = None,
@@ -479,7 +536,8 @@ def main(
     upstream = start_mock_upstream(token_rate)
     processes: list[Process] = [upstream]
     try:
-        proxy = start_proxy(upstream.port, checker, workers=workers)
+        extra = dict(item.split("=", 1) for item in proxy_env or [])
+        proxy = start_proxy(upstream.port, checker, extra, workers=workers, code=code)
         processes.append(proxy)
         targets = [Target("direct", "-", f"http://127.0.0.1:{upstream.port}/v1/chat/completions", {}, upstream)]
         for mode in modes.split(","):
@@ -505,6 +563,7 @@ def main(
             print(f"verdicts {row.target}/{row.mode} @ {row.streams}: {row.verdicts}")
     config = {"streams": levels, "duration_s": duration, "token_rate": token_rate, "modes": modes.split(","),
               "checker": checker, "rounds": rounds, "workers": workers, "answer_tokens": len(tokenize(ANSWER)),
+              "code": str(code) if code else None, "proxy_env": proxy_env or [],
               "cpu_count": os.cpu_count()}
     if out is not None:
         out.write_text(json.dumps({"config": config, "runs": [asdict(r) for r in rows],

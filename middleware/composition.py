@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from aiohttp import web
 
+from middleware.checkers.pool import WorkerPool
 from middleware.checking import NoChecker
 from middleware.interfaces import Checker, Providers, Upstream
 from middleware.pipeline.assembly import build_pipeline_checker
@@ -62,11 +63,18 @@ def build_upstream(settings: Settings) -> Upstream:
 
 def build_app(settings: Settings, checker: Checker | None = None, upstream: Upstream | None = None) -> web.Application:
     """The proxy: the configured checker and upstream unless given (tests inject their own),
-    with the browser UI."""
+    with the browser UI. With ``check.workers``, the checks run in worker processes started
+    with the app (``middleware.checkers.pool``); the relay then loads no model."""
     from adapters.ui import add_ui_routes
 
+    pool = None
+    if checker is None and settings.check.workers > 0 and settings.check.checker != "none":
+        checker = pool = WorkerPool(settings)
     app = create_app(settings, checker if checker is not None else build_checker(settings),
                      upstream if upstream is not None else build_upstream(settings), add_routes=add_ui_routes)
+    if pool is not None:
+        app.on_startup.append(lambda _: pool.start())
+        app.on_cleanup.append(lambda _: pool.close())
     if settings.runtime.backend == "ray":
         app.on_cleanup.append(_close_tier_sessions)
     return app

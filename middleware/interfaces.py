@@ -4,6 +4,7 @@ hands them to the engine's builders as ``Providers``."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
@@ -15,24 +16,28 @@ from middleware.sse import SSEEvent
 if TYPE_CHECKING:
     from middleware.cache import Cache
     from middleware.settings import Settings
-from middleware.types import CheckContext, MemorySignal, Passage, Sentence, SentenceReport
+from middleware.types import CheckContext, Mode, Passage, Sentence, SentenceReport, StreamSummary
 
 
-@runtime_checkable
+class RequestChecks(Protocol):
+    """A checker's part of one request (``Checker.open``): what the request's checks share,
+    read once (the parsed question, the request's passages and their index, the memory
+    probe). ``middleware.checking.CheckSession`` holds it. ``check`` must be
+    cancellation-safe: the stream cancels it on disconnect or when its budget runs out."""
+
+    async def check(self, sentence: Sentence, previous: Sequence[str]) -> SentenceReport: ...
+
+    async def summarize(self, reports: Sequence[SentenceReport], mode: Mode) -> StreamSummary: ...
+
+    def close(self) -> None: ...
+
+
 class Checker(Protocol):
-    """Checks one sentence. Must be cancellation-safe: the stream cancels it on disconnect
-    or when the per-sentence budget runs out."""
+    """Process-wide: opens each request's checks. ``closed_book``: the memory check's
+    closed-book answer (None when the request did not ask for it), an upstream call the
+    serving layer owns; the checker only reads it."""
 
-    async def check(self, sentence: Sentence, context: CheckContext) -> SentenceReport: ...
-
-
-@runtime_checkable
-class Preparer(Protocol):
-    """Optional checker capability: start reading a request's context once (into
-    ``context.prepared``), when the answer starts, so that no check of the request reads it
-    again and the first does not wait for all of it."""
-
-    def prepare(self, context: CheckContext) -> None: ...
+    def open(self, context: CheckContext, closed_book: asyncio.Future[str | None] | None = None) -> RequestChecks: ...
 
 
 @runtime_checkable
@@ -52,20 +57,6 @@ class PairScorer(Protocol):
     labels: list[str]
 
     async def score(self, pairs: Sequence[tuple[str, str]]) -> np.ndarray: ...
-
-
-@runtime_checkable
-class MemoryProbe(Protocol):
-    """A request's memory-hallucination signal (``middleware.pipeline.memory.MemoryCheck``):
-    per checked sentence, whether it is closer to the model's closed-book answer than to the
-    request's context. ``close`` is called once the request is over."""
-
-    async def signal(
-        self, claim: str, evidence: Sequence[Passage], context: Sequence[Passage], embedder: Embedder | None,
-        started: float, timings: dict[str, float] | None = None,
-    ) -> MemorySignal | None: ...
-
-    def close(self) -> None: ...
 
 
 @runtime_checkable

@@ -109,8 +109,21 @@ class CheckSettings(BaseModel):
     max_checks_per_stream: int = Field(4, description="concurrent sentence checks per stream")
     max_checks_global: int = Field(64, description="concurrent sentence checks in the process")
     shed_overload: bool = Field(
-        True, description="report a check unverified (reason overload) at once when the queue for a check slot "
-        "would not let it finish inside sentence_budget_s, instead of letting it wait out the budget"
+        True, description="report a check unverified (reason overload) as soon as it could not finish inside "
+        "sentence_budget_s (the queue for a check slot is too long, or it is still queued with only one service "
+        "time left), instead of letting it wait out the budget"
+    )
+    workers: int = Field(
+        0, ge=0, description="check worker processes on this machine, each with its own models; the relay's event "
+        "loop then only relays. 0: checks run in the relay's process (tests, tiny deployments)"
+    )
+    worker_checks: int = Field(
+        4, ge=1, description="workers > 0: concurrent checks per worker (the process-wide cap is the smaller of "
+        "this times workers and max_checks_global); the rest queue on the relay, where they are shed"
+    )
+    worker_nice: int = Field(
+        10, ge=0, le=19, description="workers > 0: niceness each worker adds to itself, so that on a small machine "
+        "the relay is served first"
     )
     grounding_prompt: GroundingCorpus | None = Field(
         None,
@@ -121,6 +134,13 @@ class CheckSettings(BaseModel):
         "append", description="the grounding instruction: 'append'ed to the last user message (the paper's form) "
         "or a 'system' message of its own"
     )
+
+    @property
+    def check_slots(self) -> int:
+        """Checks running at once in the process (the relay's, for every worker)."""
+        if self.workers == 0:
+            return self.max_checks_global
+        return min(self.max_checks_global, self.workers * self.worker_checks)
 
 
 class RayTierSettings(BaseModel):

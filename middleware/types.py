@@ -9,14 +9,10 @@ otherwise.
 from __future__ import annotations
 
 from enum import Enum
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SkipValidation, StringConstraints
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
-if TYPE_CHECKING:
-    from middleware.interfaces import MemoryProbe as _MemoryProbe
-else:
-    _MemoryProbe = Any  # middleware.interfaces imports this module: the protocol types the field statically only
 
 
 class Mode(str, Enum):
@@ -267,7 +263,9 @@ class StreamSummary(_Model):
 
 
 class CheckContext(_Model):
-    """What the checker may use besides the sentence itself."""
+    """What the checker may use besides the sentence itself: plain data, the same in a check
+    worker process as in the relay (what the request's checks share at run time is the
+    ``middleware.checking.CheckSession``'s)."""
 
     previous: list[str] = Field(default_factory=list, description="earlier sentences of this message")
     user_message: str | None = None
@@ -278,12 +276,4 @@ class CheckContext(_Model):
     options: dict[str, object] = Field(default_factory=dict, description="per-request factcheck options")
     grounding_prompt: GroundingPrompt | None = Field(
         default=None, description="the grounding instruction added to the request, reported in the summary"
-    )
-    memory: SkipValidation[_MemoryProbe | None] = Field(
-        default=None, exclude=True, description="the request's memory check (a middleware.interfaces.MemoryProbe)"
-    )
-    prepared: SkipValidation[dict[str, Any]] = Field(
-        default_factory=dict, exclude=True,
-        description="what the checker read once from the request (the parsed user question), by the checker's "
-        "keys; the copies of the context made per sentence share it (middleware.interfaces.Preparer)",
     )

@@ -111,7 +111,7 @@ class FactCheckCallbackHandler(AsyncCallbackHandler):
     async def on_llm_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
         run = self._runs.pop(run_id, None)
         if run is not None:
-            await run.checks.cancel()
+            await _close(run)
             await asyncio.gather(*run.deliveries, return_exceptions=True)
             self._close_if_idle()
 
@@ -133,7 +133,7 @@ class FactCheckCallbackHandler(AsyncCallbackHandler):
         """Cancel every check in flight."""
         runs, self._runs = list(self._runs.values()), {}
         for run in runs:
-            await run.checks.cancel()
+            await _close(run)
         for task in list(self._finishing):
             task.cancel()
         await asyncio.gather(*self._finishing, return_exceptions=True)
@@ -141,7 +141,7 @@ class FactCheckCallbackHandler(AsyncCallbackHandler):
 
     # ------------------------------------------------------------ internals
     def _start(self, run_id: UUID, context: CheckContext) -> None:
-        self._runs[run_id] = _Run(CheckedText(self._runner, context))
+        self._runs[run_id] = _Run(CheckedText(self._runner.session(context)))
 
     def _deliver(self, run: _Run, held: list[Held]) -> None:
         for item in held:
@@ -164,15 +164,21 @@ class FactCheckCallbackHandler(AsyncCallbackHandler):
     async def _finish(self, run_id: UUID, run: _Run) -> None:
         try:
             await asyncio.gather(*run.deliveries)
-            self.summaries[run_id] = await run.checks.summary()
+            self.summaries[run_id] = await run.checks.session.summary()
         finally:
-            await run.checks.cancel()
+            await _close(run)
             self._close_if_idle(exclude=asyncio.current_task())
 
     def _close_if_idle(self, exclude: asyncio.Task[Any] | None = None) -> None:
         busy = self._runs or any(task is not exclude and not task.done() for task in self._finishing)
         if not busy:
             self._queue.put_nowait(None)
+
+
+async def _close(run: _Run) -> None:
+    """The run is over: its checks cancelled if still running, its session closed."""
+    await run.checks.session.cancel()
+    run.checks.session.close()
 
 
 def _token_text(token: str | list[str | dict[str, Any]], chunk: GenerationChunk | ChatGenerationChunk | None) -> str:

@@ -110,15 +110,19 @@ class FactCheckedChatModel(Runnable[LanguageModelInput, Item]):
         mode = Mode((config.get("configurable") or {}).get("factcheck_mode", self.mode))
         source = _ModelChunks(self.model.astream(input, config, **kwargs))
         context = call_context(_messages(input), mode) if mode is not Mode.OFF else CheckContext(mode=mode)
-        async for event in CheckedStream(source, self.runner, context).run():
-            if isinstance(event, Forward):
-                yield event.item
-            elif isinstance(event, Text):
-                yield AIMessageChunk(content=event.text, id=source.message_id)
-            elif isinstance(event, Failed):
-                raise event.error
-            elif not isinstance(event, End):
-                yield event
+        session = self.runner.session(context)
+        try:
+            async for event in CheckedStream(source, session).run():
+                if isinstance(event, Forward):
+                    yield event.item
+                elif isinstance(event, Text):
+                    yield AIMessageChunk(content=event.text, id=source.message_id)
+                elif isinstance(event, Failed):
+                    raise event.error
+                elif not isinstance(event, End):
+                    yield event
+        finally:
+            session.close()
 
 
 class _ModelChunks:

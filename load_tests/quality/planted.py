@@ -67,10 +67,13 @@ def _reason(report: SentenceReport) -> str | None:
 async def check_row(runner: CheckRunner, row: dict[str, Any], mode: Mode) -> Result:
     """One sentence on its own; the row's context, if any, as the answer's earlier text."""
     text = row["sentence"]
-    context = CheckContext(previous=[row["context"]] if row.get("context") else [], mode=mode)
+    previous = [row["context"]] if row.get("context") else []
     started = time.perf_counter()
-    task = runner.for_stream().submit(Sentence(index=0, start=0, end=len(text), text=text), context)
-    report = await task
+    session = runner.session(CheckContext(mode=mode))
+    try:
+        report = await session.submit(Sentence(index=0, start=0, end=len(text), text=text), previous)
+    finally:
+        session.close()
     return to_result(row, report, time.perf_counter() - started)
 
 

@@ -31,10 +31,10 @@ from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
 
 from middleware.chat.protocol import SentenceEvent, SummaryEvent
-from middleware.checking import CheckRunner, StreamChecks
-from middleware.interfaces import Preparer
+from middleware.checking import CheckRunner, CheckSession
 from middleware.metrics import TIME_TO_FIRST_TOKEN
 from middleware.segmenter import StreamSegmenter, segment_text
+from middleware.settings import CheckSettings
 from middleware.types import CheckContext, Mode, Segment, Sentence, SentenceReport, StreamSummary
 
 log = logging.getLogger(__name__)
@@ -104,29 +104,17 @@ class Held:
 class CheckedText:
     """The sentence bookkeeping of one message: ``feed`` text as it arrives and ``flush`` at
     the end; each checkable sentence is numbered, given the sentences before it as context and
-    submitted at once. Every task resolves to a report (a timeout or a failure is an
-    ``unverified`` report), recorded in ``reports`` as it finishes. The checker reads the
-    request's context once (``prepare``), shared by every sentence's check."""
+    submitted at once to the request's ``CheckSession``. Every task resolves to a report (a
+    timeout or a failure is an ``unverified`` report), recorded in the session as it finishes."""
 
-    def __init__(self, runner: CheckRunner, context: CheckContext, budget_s: float | None = None) -> None:
-        self.runner = runner
-        self.context = context
-        self.checks: StreamChecks = runner.for_stream(budget_s)
+    def __init__(self, session: CheckSession) -> None:
+        self.session = session
         self.sentences: list[Sentence] = []
-        self.reports: list[SentenceReport] = []
         self._segmenter = StreamSegmenter()
-        self._prepared = False
 
     @property
     def mode(self) -> Mode:
-        return self.context.mode
-
-    def prepare(self) -> None:
-        """Let the checker start reading the request's context now (a ``Preparer``: the parsed
-        user question), before the first sentence; once."""
-        if not self._prepared and isinstance(self.runner.checker, Preparer):
-            self.runner.checker.prepare(self.context)
-        self._prepared = True
+        return self.session.mode
 
     def feed(self, text: str) -> list[Held]:
         return [self._hold(segment) for segment in self._segmenter.feed(text)] if text else []
@@ -134,33 +122,14 @@ class CheckedText:
     def flush(self) -> list[Held]:
         return [self._hold(segment) for segment in self._segmenter.flush()]
 
-    async def wait(self) -> list[SentenceReport]:
-        """Every report, in sentence order."""
-        return await self.checks.wait_all()
-
-    async def summary(self, added_latency_ms: float | None = None) -> StreamSummary:
-        summary = await self.runner.summarize(self.reports, self.mode)
-        return summary.model_copy(update={"added_latency_ms": added_latency_ms,
-                                          "grounding_prompt": self.context.grounding_prompt})
-
-    async def cancel(self) -> None:
-        await self.checks.cancel_all()
-
     def _hold(self, segment: Segment) -> Held:
         if not segment.checkable:
             return Held(segment)
-        self.prepare()
         sentence = Sentence(index=len(self.sentences), start=segment.start, end=segment.end, text=segment.text,
                             code_spans=segment.code_spans)
         self.sentences.append(sentence)
         previous = [s.text for s in self.sentences[: sentence.index]]
-        task = self.checks.submit(sentence, self.context.model_copy(update={"previous": previous}))
-        task.add_done_callback(self._record)  # recorded when done: correct mode's summary may precede a release
-        return Held(segment, task)
-
-    def _record(self, task: asyncio.Task[SentenceReport]) -> None:
-        if not task.cancelled() and task.exception() is None:
-            self.reports.append(task.result())
+        return Held(segment, self.session.submit(sentence, previous))
 
 
 class TextSource:
@@ -198,7 +167,7 @@ class CheckedAnswer:
     summary: StreamSummary | None
 
 
-def whole_answer_budget(runner: CheckRunner, text: str) -> float:
+def whole_answer_budget(settings: CheckSettings, text: str) -> float:
     """Each check's budget when a complete answer is checked at once: the per-sentence budget
     for every wave of ``max_checks_per_stream`` sentences. All its sentences are submitted
     together, so they wait for the answer's check slots and share the CPU, where a streamed
@@ -206,26 +175,30 @@ def whole_answer_budget(runner: CheckRunner, text: str) -> float:
     answer's sentences timed out (and its attribution report was empty) on a busy machine.
     The answer still waits at most as long as if each wave had taken its whole budget."""
     sentences = sum(1 for segment in segment_text(text) if segment.checkable)
-    settings = runner.settings
     return settings.sentence_budget_s * max(1, math.ceil(sentences / settings.max_checks_per_stream))
 
 
-async def check_answer(runner: CheckRunner, text: str, context: CheckContext) -> CheckedAnswer:
+async def check_answer(runner: CheckRunner, text: str, context: CheckContext,
+                       closed_book: asyncio.Future[str | None] | None = None) -> CheckedAnswer:
     """Check a complete text through the same checked stream as a streamed answer, with the
     budget of a whole answer (``whole_answer_budget``)."""
     out: list[str] = []
     reports: list[SentenceReport] = []
     summary = None
-    checked = CheckedStream(TextSource(text), runner, context, budget_s=whole_answer_budget(runner, text))
-    async for event in checked.run():
-        if isinstance(event, Forward | Text):
-            out.append(event.item if isinstance(event, Forward) else event.text)
-        elif isinstance(event, SentenceEvent):
-            reports.append(event.report)
-        elif isinstance(event, SummaryEvent):
-            summary = event.summary
-        elif isinstance(event, Failed):
-            raise event.error
+    session = runner.session(context, closed_book, budget_s=whole_answer_budget(runner.settings, text))
+    checked = CheckedStream(TextSource(text), session)
+    try:
+        async for event in checked.run():
+            if isinstance(event, Forward | Text):
+                out.append(event.item if isinstance(event, Forward) else event.text)
+            elif isinstance(event, SentenceEvent):
+                reports.append(event.report)
+            elif isinstance(event, SummaryEvent):
+                summary = event.summary
+            elif isinstance(event, Failed):
+                raise event.error
+    finally:
+        session.close()
     return CheckedAnswer("".join(out), sorted(reports, key=lambda r: r.index), summary)
 
 
@@ -238,15 +211,15 @@ class _Release:
 
 
 class CheckedStream(Generic[T]):
-    """One answer from ``source`` checked in ``context.mode``. ``run()`` is read once;
-    stopping early (or cancelling the reader) cancels the pending checks. ``budget_s``: each
-    check's budget (default: the per-sentence budget; see ``whole_answer_budget``)."""
+    """One answer from ``source`` checked in its request's ``CheckSession`` (in the
+    request's mode). ``run()`` is read once; stopping early (or cancelling the reader) cancels
+    the pending checks. The session's owner closes it."""
 
-    def __init__(self, source: AnswerSource[T], runner: CheckRunner, context: CheckContext,
-                 started_at: float | None = None, budget_s: float | None = None) -> None:
+    def __init__(self, source: AnswerSource[T], session: CheckSession, started_at: float | None = None) -> None:
         self.source = source
-        self.mode = context.mode
-        self.text = CheckedText(runner, context, budget_s)
+        self.session = session
+        self.mode = session.mode
+        self.text = CheckedText(session)
         self.started_at = started_at if started_at is not None else time.perf_counter()
         self.first_content_at: float | None = None
         self.answer_done_at: float | None = None
@@ -257,15 +230,15 @@ class CheckedStream(Generic[T]):
             if self.mode is Mode.OFF:
                 events = self._off()
             elif self.mode is Mode.ANNOTATE:
-                self.text.prepare()  # while the source's first sentence is on its way
+                self.session.start()  # while the source's first sentence is on its way
                 events = self._drain(self._annotate, _single)
             else:
-                self.text.prepare()
+                self.session.start()
                 events = self._drain(self._correct, self._release)
             async for event in events:
                 yield event
         finally:
-            await self.text.cancel()
+            await self.session.cancel()
 
     # ------------------------------------------------------------------ modes
     async def _off(self) -> AsyncIterator[StreamEvent[T]]:
@@ -293,13 +266,13 @@ class CheckedStream(Generic[T]):
                     self._mark_first_content()
                     self._report_when_done(self.text.feed(text), queue)
         except Exception as exc:
-            await self.text.cancel()
+            await self.session.cancel()
             queue.put_nowait(Failed(exc))
             queue.put_nowait(None)
             return
         self.answer_done_at = time.perf_counter()
         self._report_when_done(self.text.flush(), queue)
-        await self.text.wait()  # each report's callback ran before wait's gather saw it finish
+        await self.session.wait_all()  # each report's callback ran before wait's gather saw it finish
         await self._close(queue, lambda event: event)
 
     def _report_when_done(self, held: list[Held], queue: asyncio.Queue[Any]) -> None:
@@ -332,7 +305,7 @@ class CheckedStream(Generic[T]):
             return
         self.answer_done_at = time.perf_counter()
         self._hold_all(self.text.flush(), queue)
-        await self.text.wait()
+        await self.session.wait_all()
         await self._close(queue, lambda event: _Release(event=event))
 
     @staticmethod
@@ -357,7 +330,7 @@ class CheckedStream(Generic[T]):
     async def _close(self, queue: asyncio.Queue[Any], wrap: Callable[[Any], Any]) -> None:
         """The summary, then the end (the source's own marker when it sent one)."""
         added = (time.perf_counter() - self.answer_done_at) * 1000.0 if self.answer_done_at is not None else None
-        queue.put_nowait(wrap(SummaryEvent(summary=await self.text.summary(added))))
+        queue.put_nowait(wrap(SummaryEvent(summary=await self.session.summary(added))))
         queue.put_nowait(wrap(End(self._end)))
         queue.put_nowait(None)
 

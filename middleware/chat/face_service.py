@@ -20,7 +20,7 @@ from middleware.chat.checked_stream import CheckedStream, check_answer
 from middleware.chat.grounding_prompt import add_grounding, requested_corpus
 from middleware.chat.parsing import load_json, resolve_mode, validated
 from middleware.chat.protocol import ChatRequest
-from middleware.chat.serving import ChatService, release_context
+from middleware.chat.serving import ChatService, stop
 from middleware.chat.typed_events import TypedEvents
 from middleware.chat.wire import WireReports
 from middleware.errors import RequestError
@@ -112,8 +112,8 @@ class ApiFaceService(ABC, Generic[E]):
         """A non-stream answer: the upstream's bytes as they came (off mode, or no text), else
         its JSON with the top-level ``factcheck`` object (correct mode: its text corrected)."""
         body, grounding = self.grounded(request)
-        context = await self.chat.request_context(request.chat, request.mode, request.chat_body(self.API), headers,
-                                                  grounding)
+        context = await self.chat.request_context(request.chat, request.mode, grounding)
+        closed_book = self.chat.closed_book(request.chat, context, request.chat_body(self.API), headers)
         try:
             t0 = time.perf_counter()
             raw, answer = await self.upstream.complete(body, headers)
@@ -123,7 +123,7 @@ class ApiFaceService(ABC, Generic[E]):
             text = completions.answer_text(answer, self.API) if request.mode is not Mode.OFF else None
             if text is None:
                 return raw
-            checked = await check_answer(self.chat.runner, text, context)
+            checked = await check_answer(self.chat.runner, text, context, closed_book)
             assert checked.summary is not None  # not off mode
             if request.mode is Mode.CORRECT:
                 completions.replace_text(answer, self.API, checked.text)
@@ -133,4 +133,4 @@ class ApiFaceService(ABC, Generic[E]):
             ADDED_LATENCY.labels(mode=request.mode.value).observe(time.perf_counter() - upstream_done)
             return answer
         finally:
-            release_context(context)
+            stop(closed_book)

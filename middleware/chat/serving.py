@@ -17,15 +17,14 @@ from middleware.chat.grounding_prompt import add_grounding, requested_corpus
 from middleware.chat.parsing import parse_chat_request, resolve_mode
 from middleware.chat.protocol import ChatRequest
 from middleware.chat.wire import WireReports
-from middleware.checking import CheckRunner
+from middleware.checking import CheckRunner, CheckSession
 from middleware.errors import RequestError
-from middleware.evidence.context_source import context_source
-from middleware.evidence.request_passages import ContextText, context_passages, request_texts
+from middleware.evidence.request_passages import context_passages, request_texts
 from middleware.interfaces import Upstream, UpstreamStream
 from middleware.metrics import ACTIVE_STREAMS, ADDED_LATENCY, REQUESTS, TIME_TO_FIRST_TOKEN, UPSTREAM_LATENCY
-from middleware.pipeline.memory import MemoryCheck
+from middleware.pipeline.memory import ClosedBook
 from middleware.settings import Settings
-from middleware.types import CheckContext, GroundingPrompt, Mode, Passage
+from middleware.types import CheckContext, GroundingPrompt, Mode
 
 class ClosableSource(AnswerSource[Any], Protocol):
     """An answer source over an upstream stream, closed when the request is over."""
@@ -37,8 +36,6 @@ S = TypeVar("S", bound=ClosableSource)
 
 INLINE_SPLIT_CHARS = 4000
 """Request context up to this size is split on the event loop (well under a millisecond)."""
-MEMORY_WAIT_SHARE = 0.5
-"""Share of the sentence budget a check may spend (from its start) waiting for the closed-book answer."""
 
 
 class StreamCounter:
@@ -121,16 +118,11 @@ class ChatService:
         return add_grounding(forward, corpus, self.settings.check.grounding_placement)
 
     async def request_context(
-        self, chat: ChatRequest, mode: Mode, forward: Mapping[str, Any] | None = None,
-        headers: Mapping[str, str] | None = None, grounding: GroundingPrompt | None = None,
+        self, chat: ChatRequest, mode: Mode, grounding: GroundingPrompt | None = None,
     ) -> CheckContext:
         """The request's ``CheckContext``: its factcheck options, the grounding instruction
         added (for the summary) and its own context passages (split in a worker thread: a
-        request may carry a megabyte of documents). With ``forward`` (the client's body) and
-        ``factcheck.memory_check`` set, the memory check's closed-book upstream call starts
-        now; ``release_context`` stops it. The closed-book call asks the user's question as
-        the client wrote it, without the grounding instruction: it is the ungrounded baseline
-        of what the model says from memory."""
+        request may carry a megabyte of documents)."""
         options = chat.factcheck.model_dump(exclude={"mode"}, mode="json") if chat.factcheck else {}
         context = CheckContext(user_message=chat.last_user_message(), mode=mode, options=options,
                                grounding_prompt=grounding)
@@ -141,20 +133,34 @@ class ChatService:
         if size > (cap := self.settings.server.max_context_chars):
             raise RequestError(f"request context too large: {size} characters, at most {cap} "
                                "(server.max_context_chars)", param="messages", code="context_too_large")
-        if size > INLINE_SPLIT_CHARS:  # a big document: split (and index for search) off the event loop
-            passages = await asyncio.to_thread(_split_and_index, texts)
+        if size > INLINE_SPLIT_CHARS:  # a big document: split off the event loop
+            passages = await asyncio.to_thread(context_passages, texts)
         else:  # the common case (nothing or a short system prompt): a thread hop would cost more
             passages = context_passages(texts)
-        memory = None
+        return context.model_copy(update={"request_passages": passages})
+
+    def closed_book(
+        self, chat: ChatRequest, context: CheckContext, forward: Mapping[str, Any] | None,
+        headers: Mapping[str, str] | None,
+    ) -> asyncio.Task[str | None] | None:
+        """With ``factcheck.memory_check`` set and context passages to compare with, the
+        memory check's closed-book upstream call, started now; the request's session cancels
+        it. It asks the user's question as the client wrote it (``forward``), without the
+        grounding instruction: the ungrounded baseline of what the model says from memory."""
         wanted = chat.factcheck is not None and chat.factcheck.memory_check
-        if wanted and passages and forward is not None:
-            pipeline = self.settings.pipeline
-            memory = MemoryCheck.start(
-                self.upstream, forward, headers or {}, context.user_message or "",
-                max_tokens=pipeline.memory_max_tokens, margin=pipeline.memory_margin,
-                wait_s=MEMORY_WAIT_SHARE * self.settings.check.sentence_budget_s,
-            )
-        return context.model_copy(update={"request_passages": passages, "memory": memory})
+        if not wanted or not context.request_passages or forward is None:
+            return None
+        return ClosedBook.start(self.upstream, forward, headers or {}, context.user_message or "",
+                                self.settings.pipeline.memory_max_tokens).task
+
+    async def request_session(
+        self, chat: ChatRequest, mode: Mode, forward: Mapping[str, Any] | None = None,
+        headers: Mapping[str, str] | None = None, grounding: GroundingPrompt | None = None,
+    ) -> CheckSession:
+        """The request's ``CheckSession`` (its context, its closed-book call started now);
+        the caller closes it when the request is over."""
+        context = await self.request_context(chat, mode, grounding)
+        return self.runner.session(context, self.closed_book(chat, context, forward, headers))
 
     @asynccontextmanager
     async def open_stream(
@@ -182,20 +188,20 @@ class ChatService:
         closed-book call of the memory check asks."""
         self.streams.acquire()
         try:
-            context = await self.request_context(chat, mode, forward, headers, grounding)  # the memory call starts
+            session = await self.request_session(chat, mode, forward, headers, grounding)  # the memory call starts
             try:
                 sent = time.perf_counter()
                 opened = await upstream.open_stream(body, headers)
                 UPSTREAM_LATENCY.labels(stream="true").observe(time.perf_counter() - sent)
                 source = source_of(opened)
             except BaseException:
-                release_context(context)
+                session.close()
                 raise
-            checked: CheckedStream[Any] = CheckedStream(source, self.runner, context, started)
+            checked: CheckedStream[Any] = CheckedStream(source, session, started)
             try:
                 yield checked, source
             finally:
-                release_context(context)
+                session.close()
                 source.close()
                 if checked.answer_done_at is not None:
                     ADDED_LATENCY.labels(mode=mode.value).observe(time.perf_counter() - checked.answer_done_at)
@@ -208,7 +214,8 @@ class ChatService:
         """A non-stream completion: the upstream's bytes as they came (off mode, or nothing to
         check), else its JSON with the ``factcheck`` object (correct mode: content corrected)."""
         body, grounding = self.grounded(chat, forward, mode)
-        context = await self.request_context(chat, mode, forward, headers, grounding)  # the memory call starts now
+        context = await self.request_context(chat, mode, grounding)
+        closed_book = self.closed_book(chat, context, forward, headers)  # the memory call starts now
         try:
             t0 = time.perf_counter()
             raw, completion = await self.upstream.complete(body, headers)
@@ -218,7 +225,7 @@ class ChatService:
             content = message_content(completion) if mode is not Mode.OFF else None
             if content is None:
                 return raw
-            answer = await check_answer(self.runner, content, context)
+            answer = await check_answer(self.runner, content, context, closed_book)
             assert answer.summary is not None  # not off mode
             if mode is Mode.CORRECT:
                 completion["choices"][0]["message"]["content"] = answer.text
@@ -228,17 +235,10 @@ class ChatService:
             ADDED_LATENCY.labels(mode=mode.value).observe(time.perf_counter() - upstream_done)
             return completion
         finally:
-            release_context(context)
+            stop(closed_book)
 
 
-def release_context(context: CheckContext) -> None:
+def stop(closed_book: asyncio.Task[str | None] | None) -> None:
     """The request is over: stop its closed-book call if it still runs."""
-    if context.memory is not None:
-        context.memory.close()
-
-
-def _split_and_index(texts: list[ContextText]) -> list[Passage]:
-    """The passages of ``texts``, with their search index built (it is cached for the checks)."""
-    passages = context_passages(texts)
-    context_source(passages)
-    return passages
+    if closed_book is not None:
+        closed_book.cancel()

@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import threading
-from collections import OrderedDict
 from collections.abc import Sequence
 
 from middleware.evidence.lexical import BM25, terms
@@ -88,37 +86,15 @@ class ContextFirst:
         return hits
 
 
-_SOURCES_CACHED = 64
-_sources: OrderedDict[int, tuple[Sequence[Passage], ContextSource]] = OrderedDict()
-_sources_lock = threading.Lock()
-
-
-def context_source(passages: Sequence[Passage]) -> ContextSource:
-    """The ``ContextSource`` of a request's passages, built once per request (not once per
-    checked sentence: a large context takes tens of milliseconds to index) and cached by
-    the identity of the list, which every check of the request shares."""
-    with _sources_lock:
-        hit = _sources.get(id(passages))
-        if hit is not None and hit[0] is passages:
-            _sources.move_to_end(id(passages))
-            return hit[1]
-    source = ContextSource(passages)
-    with _sources_lock:
-        _sources[id(passages)] = (passages, source)  # the list is held: its id is not reused meanwhile
-        while len(_sources) > _SOURCES_CACHED:
-            _sources.popitem(last=False)
-    return source
-
-
-def sources_for_policy(passages: Sequence[Passage], others: Sequence[EvidenceSource],
+def sources_for_policy(context: ContextSource | None, others: Sequence[EvidenceSource],
                        policy: str) -> list[EvidenceSource]:
-    """The sources one check searches: with context, 'only' → the context alone, 'first' →
+    """The sources one check searches: with the request's ``context`` (its passages, indexed
+    once per request by its checks), 'only' → the context alone, 'first' →
     :class:`ContextFirst`, 'among' → the others and the context side by side. Without
     context passages, 'only' searches nothing (strict RAG: the request's context, even when
     empty, is the only evidence), the others search ``others``."""
-    if not passages:
+    if context is None or not context.passages:
         return [] if policy == "only" else list(others)
-    context = context_source(passages)
     if policy == "only":
         return [context]
     if policy == "first":

@@ -13,6 +13,7 @@ from middleware.evidence.relevance import RelevanceRanker
 from middleware.interfaces import Embedder, EvidenceSource, Providers
 from middleware.nlp import get_nlp
 from middleware.pipeline.factchecker import FactChecker, PipelineParts
+from middleware.pipeline.memory import MEMORY_WAIT_SHARE
 from middleware.pipeline.factory import (
     build_decontextualiser,
     build_question_generator,
@@ -56,6 +57,8 @@ def build_pipeline_checker(settings: Settings, providers: Providers = Providers(
         top_j=settings.evidence.top_j,
         report_size=settings.pipeline.report_max_snippets,
         context_policy=settings.evidence.context_policy,
+        memory_margin=settings.pipeline.memory_margin,
+        memory_wait_s=MEMORY_WAIT_SHARE * settings.check.sentence_budget_s,
     )
     log.info("fact-checking pipeline: verifier=%s cqgen=%s sources=%s", verifier.name, settings.pipeline.cqgen,
              [s.name for s in parts.sources])

@@ -7,8 +7,10 @@ kept passages → FAVA tags and suggested edits → (correct mode) minimal edit 
 contradicting a sentence) and auto-AIS from the reports.
 
 CPU-bound parsing runs in a worker thread so the event loop keeps streaming other answers.
-What the checks need from the request itself (the user's question, parsed) is read once per
-request (``prepare``) and shared by every sentence's check through ``CheckContext.prepared``.
+What the checks need from the request itself (the user's question, parsed; the request's
+passages, indexed; the memory check's state) is read once per request, when the request's
+checks are opened (``FactChecker.open`` → :class:`PipelineRequest`), and shared by every
+sentence's check.
 """
 
 from __future__ import annotations
@@ -21,13 +23,14 @@ from dataclasses import dataclass
 from typing import Protocol
 
 
-from middleware.evidence.context_source import sources_for_policy
+from middleware.evidence.context_source import ContextSource, sources_for_policy
 from middleware.interfaces import Embedder, EvidenceSource
 from middleware.metrics import timed
 from middleware.pipeline.attribution import attribution_report, unique_passages
 from middleware.pipeline.checkworthy import skipped_verdict
 from middleware.pipeline.cqgen import QuestionGenerator
 from middleware.pipeline.decontext import Decontextualised, Decontextualiser, PreparedQuestion, prepare_question
+from middleware.pipeline.memory import MemoryCheck
 from middleware.pipeline.slots import analyse
 from middleware.pipeline.stages import generate_questions, prepare_claim, verify_claim
 from middleware.pipeline.tagging import (
@@ -44,12 +47,12 @@ from middleware.types import CheckContext, Edit, Mode, Passage, Question, Revisi
 
 log = logging.getLogger(__name__)
 
-PREPARED_QUESTION = "factchecker.question"
-"""``CheckContext.prepared`` key: the user's question as ``prepare_question`` read it (or the
-task reading it)."""
 INLINE_QUESTION_CHARS = 2000
 """A user question up to this size is read on the event loop (a few milliseconds); a longer
 one, a prompt with documents, in a worker thread."""
+INLINE_CONTEXT_CHARS = 4000
+"""Request passages up to this size are indexed on the event loop (well under a millisecond);
+more, in a worker thread."""
 
 
 class Ranker(Protocol):
@@ -76,79 +79,120 @@ class PipelineParts:
     top_j: int = 1
     report_size: int = 5
     context_policy: str = "among"
+    memory_margin: float = 1.4
+    memory_wait_s: float = 0.75
+    """How long (from its start) a check may wait for the closed-book answer of the memory check."""
+
+
+@dataclass(frozen=True, slots=True)
+class RequestReading:
+    """What every check of a request reads from the request itself, read once."""
+
+    question: PreparedQuestion | None
+    context: ContextSource | None
+
+
+def read_request(context: CheckContext) -> RequestReading:
+    """The user's question parsed and the request's passages indexed for search."""
+    question = prepare_question(context.user_message) if context.user_message else None
+    passages = ContextSource(context.request_passages) if context.request_passages else None
+    return RequestReading(question, passages)
+
+
+class PipelineRequest:
+    """The pipeline's part of one request (a ``RequestChecks``): the request read once (in a
+    worker thread when it is long, so the answer's first sentences need not wait for all of
+    it), its evidence sources under its context policy, and its memory check."""
+
+    def __init__(self, checker: FactChecker, context: CheckContext,
+                 closed_book: asyncio.Future[str | None] | None) -> None:
+        self.checker = checker
+        self.context = context
+        self.reading: RequestReading | asyncio.Future[RequestReading] = self._read(context)
+        parts = checker.parts
+        self.memory = (MemoryCheck(closed_book, parts.memory_margin, parts.memory_wait_s)
+                       if closed_book is not None else None)
+
+    @staticmethod
+    def _read(context: CheckContext) -> RequestReading | asyncio.Future[RequestReading]:
+        size = len(context.user_message or "")
+        if size <= INLINE_QUESTION_CHARS and sum(len(p.text) for p in context.request_passages) <= INLINE_CONTEXT_CHARS:
+            return read_request(context)
+        reading = asyncio.ensure_future(asyncio.to_thread(read_request, context))
+        reading.add_done_callback(_retrieve)
+        return reading
+
+    async def read(self, timings: dict[str, float]) -> RequestReading:
+        """The request as read once; a check that must wait for the reading times the wait as
+        its ``prepare`` stage (a wait does not cancel the reading)."""
+        if not isinstance(self.reading, asyncio.Future):
+            return self.reading
+        if not self.reading.done():
+            with timed("prepare", timings):
+                await asyncio.shield(self.reading)
+        return self.reading.result()
+
+    async def check(self, sentence: Sentence, previous: Sequence[str]) -> SentenceReport:
+        return await self.checker.check(sentence, self.context.model_copy(update={"previous": list(previous)}), self)
+
+    async def summarize(self, reports: Sequence[SentenceReport], mode: Mode) -> StreamSummary:
+        return await self.checker.summarize(reports, mode)
+
+    def sources(self, reading: RequestReading) -> list[EvidenceSource]:
+        policy = self.context.options.get("context_policy") or self.checker.parts.context_policy
+        return sources_for_policy(reading.context, self.checker.parts.sources, str(policy))
+
+    def close(self) -> None:
+        if isinstance(self.reading, asyncio.Future):
+            self.reading.cancel()
+        if self.memory is not None:
+            self.memory.close()
 
 
 class FactChecker:
     def __init__(self, parts: PipelineParts) -> None:
         self.parts = parts
 
-    # ------------------------------------------------------------------ prepare
-    def prepare(self, context: CheckContext) -> None:
-        """Start reading the request's user question once for all its checks (``Preparer``):
-        in a worker thread when it is long, so the answer's first sentences need not wait."""
-        self._question_reading(context)
-
-    @staticmethod
-    def _question_reading(context: CheckContext) -> PreparedQuestion | asyncio.Task[PreparedQuestion] | None:
-        question = context.user_message
-        if not question:
-            return None
-        reading = context.prepared.get(PREPARED_QUESTION)
-        if reading is None:
-            if len(question) <= INLINE_QUESTION_CHARS:
-                reading = prepare_question(question)
-            else:
-                reading = asyncio.ensure_future(asyncio.to_thread(prepare_question, question))
-                reading.add_done_callback(_retrieve)
-            context.prepared[PREPARED_QUESTION] = reading
-        return reading
-
-    async def _question(self, context: CheckContext, timings: dict[str, float]) -> PreparedQuestion | None:
-        """The request's question as read once; a check that must wait for the reading times
-        the wait as its ``prepare`` stage (a wait does not cancel the reading)."""
-        reading = self._question_reading(context)
-        if not isinstance(reading, asyncio.Task):
-            return reading
-        if not reading.done():
-            with timed("prepare", timings):
-                await asyncio.shield(reading)
-        return reading.result()
+    def open(self, context: CheckContext, closed_book: asyncio.Future[str | None] | None = None) -> PipelineRequest:
+        """The request's checks: it is read now, once for all of them."""
+        return PipelineRequest(self, context, closed_book)
 
     # ------------------------------------------------------------------ check
-    async def check(self, sentence: Sentence, context: CheckContext) -> SentenceReport:
+    async def check(self, sentence: Sentence, context: CheckContext, request: PipelineRequest) -> SentenceReport:
+        """One sentence of ``request`` (``context``: the request's, with the sentences before it)."""
         started = time.perf_counter()
         timings: dict[str, float] = {}
         text = _without_code(sentence)
         await asyncio.to_thread(analyse, text)  # the parse is the costly part; later stages hit the cache
-        question = await self._question(context, timings)
-        claim = await prepare_claim(text, context, self.parts.decontext, timings, question)
+        reading = await request.read(timings)
+        sources = request.sources(reading)
+        claim = await prepare_claim(text, context, self.parts.decontext, timings, reading.question)
         if not claim.worthiness.checkworthy:
             # Value judgements and hedged opinions ("I think ...") hold no universal truth: FAVA 'subjective'.
             opinion = claim.worthiness.subjective or claim.worthiness.reason == "hedged"
             tags = [subjective_tag(sentence)] if opinion else []
             return self._report(sentence, skipped_verdict(claim.worthiness), timings, tags=tags)
         questions = await generate_questions(self.parts.questions, claim, context.user_message, timings)
-        evidence = await self._research(claim.text, questions, context, timings)
+        evidence = await self._research(claim.text, questions, sources, timings)
         verdict = await verify_claim(self.parts.verifier, claim, evidence, None, timings)
-        tags, edits = await self._tags(sentence, claim.decontext, verdict, evidence, context)
+        tags, edits = await self._tags(sentence, claim.decontext, verdict, evidence, sources)
         corrected = revision = None
         if context.mode is Mode.CORRECT and verdict.label == "contradictory":
             corrected, edits, revision = await self._correct(sentence, verdict, evidence, context, timings)
         quip = self.parts.portrait.quip_score(sentence.text) if self.parts.portrait is not None else None
         memory = None
-        if context.memory is not None:  # the client asked for the memory-hallucination signal
-            memory = await context.memory.signal(claim.text, evidence, context.request_passages, self.parts.embedder,
+        if request.memory is not None:  # the client asked for the memory-hallucination signal
+            memory = await request.memory.signal(claim.text, evidence, reading.context, self.parts.embedder,
                                                  started, timings)
         report = self._report(sentence, verdict, timings, tags=tags, edits=edits, questions=questions,
                               evidence=evidence, corrected=corrected, quip=quip)
         return report.model_copy(update={"memory": memory, "revision": revision})
 
     async def _research(
-        self, claim: str, questions: list[Question], context: CheckContext, timings: dict[str, float]
+        self, claim: str, questions: list[Question], sources: Sequence[EvidenceSource], timings: dict[str, float]
     ) -> list[Passage]:
         """Search every source for every question (and the claim), keep top-J per query."""
         queries = list(dict.fromkeys([q.text for q in questions] + [claim]))
-        sources = self._sources_for(context)
         with timed("search", timings):
             found = await asyncio.gather(*(self._search(sources, q) for q in queries))
         with timed("rerank", timings):
@@ -156,10 +200,6 @@ class FactChecker:
                 *(self.parts.ranker.rank(q, hits, self.parts.top_j) for q, hits in zip(queries, found, strict=True))
             )
         return unique_passages(ranked)
-
-    def _sources_for(self, context: CheckContext) -> list[EvidenceSource]:
-        policy = context.options.get("context_policy") or self.parts.context_policy
-        return sources_for_policy(context.request_passages, self.parts.sources, str(policy))
 
     async def _search(self, sources: Sequence[EvidenceSource], query: str) -> list[Passage]:
         results = await asyncio.gather(*(s.search(query, self.parts.top_k) for s in sources), return_exceptions=True)
@@ -177,16 +217,16 @@ class FactChecker:
         dec: Decontextualised,
         verdict: DetailedVerdict,
         evidence: list[Passage],
-        context: CheckContext,
+        sources: Sequence[EvidenceSource],
     ) -> tuple[list[Tag], list[Edit]]:
         if verdict.label == "contradictory":
             return contradiction_tags(sentence, dec, verdict, evidence)
         if verdict.label == "extrapolatory":
-            return extrapolation_tags(sentence, dec, await self._invented(dec, evidence, context)), []
+            return extrapolation_tags(sentence, dec, await self._invented(dec, evidence, sources)), []
         return [], []
 
     async def _invented(
-        self, dec: Decontextualised, evidence: list[Passage], context: CheckContext
+        self, dec: Decontextualised, evidence: list[Passage], sources: Sequence[EvidenceSource]
     ) -> list[tuple[int, str]]:
         """Entities of the claim that no source knows at all: absent from the evidence
         found for the claim, and still absent when searched for by name (FAVA 'invented').
@@ -194,7 +234,6 @@ class FactChecker:
         missing = unmentioned_entities(dec, evidence)
         if not missing:
             return []
-        sources = self._sources_for(context)
         found = await asyncio.gather(*(self._search(sources, text) for _, text in missing))
         return [(start, text) for (start, text), hits in zip(missing, found, strict=True) if not mentioned(text, hits)]
 
@@ -252,7 +291,7 @@ class FactChecker:
                              attr_auto=attribution.attr_auto, edits=edits, mode=mode)
 
 
-def _retrieve(task: asyncio.Task[PreparedQuestion]) -> None:
+def _retrieve(task: asyncio.Future[RequestReading]) -> None:
     """A reading that failed with no check left to await it is not an unretrieved error."""
     if not task.cancelled():
         task.exception()

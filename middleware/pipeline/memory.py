@@ -5,8 +5,10 @@ arrives and beside the main stream, for a closed-book answer to the user's quest
 body without the context: see :func:`closed_book_body`). A checked sentence is flagged when
 ``sim_cb > m * sim_ctx``: its best cosine with a sentence of the closed-book answer exceeds
 ``m`` times its best cosine with a sentence of the context evidence. Reported on
-``SentenceReport.memory``, never a verdict by itself. :class:`MemoryCheck` is the
-``MemoryProbe`` (``middleware.interfaces``) the checker calls.
+``SentenceReport.memory``, never a verdict by itself. The closed-book call is the request's
+(:class:`ClosedBook`, started by the serving layer, on the relay's event loop: it is I/O);
+:class:`MemoryCheck` is the checker's side, given the answer when it comes (in a check worker,
+over its channel).
 """
 
 from __future__ import annotations
@@ -33,6 +35,9 @@ MEMORY_CONTEXT_K = 8
 """Memory signal: context passages (beside the sentence's context evidence) whose sentences
 are compared with the sentence, found by BM25 for the claim. Bounds the cost per sentence
 whatever the size of the context."""
+
+MEMORY_WAIT_SHARE = 0.5
+"""Share of the sentence budget a check may spend (from its start) waiting for the closed-book answer."""
 
 _CLOSED_BOOK_DROP = frozenset({
     "messages", "stream", "stream_options", "n", "max_tokens", "max_completion_tokens", "tools", "tool_choice",
@@ -73,14 +78,20 @@ def closed_book_body(forward: Mapping[str, Any], question: str, max_tokens: int)
 
 
 class ClosedBook:
-    """The closed-book upstream call of one request, started at once. ``answer()`` gives
+    """The closed-book upstream call of one request, started at once. ``task`` resolves to
     its text, or None when it failed (logged; never an error in the stream). Its tokens
     (prompt + completion) and time go to ``MEMORY_CHECK_TOKENS`` / ``MEMORY_CHECK_LATENCY``."""
 
     def __init__(self, upstream: Upstream, body: dict[str, Any], headers: Mapping[str, str]) -> None:
         self.usage: dict[str, int] = {}
         self.seconds: float | None = None
-        self._task = asyncio.create_task(self._ask(upstream, body, dict(headers)), name="closed-book")
+        self.task = asyncio.create_task(self._ask(upstream, body, dict(headers)), name="closed-book")
+
+    @classmethod
+    def start(cls, upstream: Upstream, forward: Mapping[str, Any], headers: Mapping[str, str], question: str,
+              max_tokens: int) -> ClosedBook:
+        """Ask ``question`` closed-book, with the model and sampling of the client's body ``forward``."""
+        return cls(upstream, closed_book_body(forward, closed_book_question(question), max_tokens), headers)
 
     async def _ask(self, upstream: Upstream, body: dict[str, Any], headers: dict[str, str]) -> str | None:
         t0 = time.perf_counter()
@@ -107,42 +118,26 @@ class ClosedBook:
             return None
         return content
 
-    @property
-    def done(self) -> bool:
-        return self._task.done()
-
-    async def answer(self) -> str | None:
-        return await asyncio.shield(self._task)
-
-    def cancel(self) -> None:
-        self._task.cancel()
-
 
 class MemoryCheck:
-    """Per-request state of the margin signal: the closed-book call, the margin ``m``, how
-    long a sentence's check may wait for the closed-book answer (``wait_s`` from the start
-    of its check), and embeddings shared by the request's sentences. A ``MemoryProbe``."""
+    """Per-request state of the margin signal, held by the request's checks: the closed-book
+    answer (a future the request's ``ClosedBook`` call fills), the margin ``m``, how long a
+    sentence's check may wait for the answer (``wait_s`` from the start of its check), and
+    embeddings shared by the request's sentences."""
 
-    def __init__(self, closed_book: ClosedBook, margin: float, wait_s: float) -> None:
-        self.closed_book = closed_book
+    def __init__(self, answer: asyncio.Future[str | None], margin: float, wait_s: float) -> None:
+        self.answer = answer
         self.margin = margin
         self.wait_s = wait_s
         self._answer_vectors: asyncio.Task[np.ndarray | None] | None = None
         self._vectors: dict[str, np.ndarray] = {}
 
-    @classmethod
-    def start(cls, upstream: Upstream, forward: Mapping[str, Any], headers: Mapping[str, str], question: str, *,
-              max_tokens: int, margin: float, wait_s: float) -> MemoryCheck:
-        body = closed_book_body(forward, closed_book_question(question), max_tokens)
-        return cls(ClosedBook(upstream, body, headers), margin, wait_s)
-
     def close(self) -> None:
-        """The request is over: stop the closed-book call if it still runs."""
-        self.closed_book.cancel()
+        """The request is over: stop embedding its answer if that still runs."""
         if self._answer_vectors is not None:
             self._answer_vectors.cancel()
 
-    async def signal(self, claim: str, evidence: Sequence[Passage], context: Sequence[Passage],
+    async def signal(self, claim: str, evidence: Sequence[Passage], context: ContextSource | None,
                      embedder: Embedder | None, started: float, timings: dict[str, float] | None = None
                      ) -> MemorySignal | None:
         """The sentence's margin signal, or None when there is no embedder, the closed-book
@@ -172,7 +167,7 @@ class MemoryCheck:
         return self._answer_vectors.result()
 
     async def _embed_answer(self, embedder: Embedder) -> np.ndarray | None:
-        text = await self.closed_book.answer()
+        text = await asyncio.shield(self.answer)
         sentences = sentences_of(text) if text else []
         if not sentences:
             return None
@@ -190,11 +185,12 @@ class MemoryCheck:
         return np.stack([self._vectors[t] for t in texts])
 
 
-def context_sentences(claim: str, evidence: Sequence[Passage], context: Sequence[Passage],
+def context_sentences(claim: str, evidence: Sequence[Passage], context: ContextSource | None,
                       k: int = MEMORY_CONTEXT_K) -> list[str]:
     """The context sentences a claim is compared with: those of its context evidence and of
-    the ``k`` context passages BM25 finds for it (deduplicated, in order)."""
+    the ``k`` context passages BM25 finds for it in the request's ``context`` (deduplicated,
+    in order)."""
     chosen = [p for p in evidence if p.provider == PROVIDER]
-    if context:
-        chosen += ContextSource(context).top(claim, k)
+    if context is not None:
+        chosen += context.top(claim, k)
     return list(dict.fromkeys(s for p in chosen for s in sentences_of(p.text)))

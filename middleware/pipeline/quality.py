@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from middleware.checking import check_sentence
 from middleware.interfaces import Checker
 from middleware.types import CheckContext, Mode, Sentence, SentenceReport
 
@@ -110,6 +111,6 @@ async def check_rows(checker: Checker, rows: Sequence[dict[str, Any]], concurren
         text = row["text"]
         context = CheckContext(previous=[row["context"]] if row.get("context") else [], mode=Mode.ANNOTATE)
         async with gate:
-            return await checker.check(Sentence(index=0, start=0, end=len(text), text=text), context)
+            return await check_sentence(checker, Sentence(index=0, start=0, end=len(text), text=text), context)
 
     return list(await asyncio.gather(*(one(r) for r in rows)))

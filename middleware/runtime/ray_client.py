@@ -28,8 +28,8 @@ from typing import Any
 import aiohttp
 import numpy as np
 
-from middleware.checking import Summarizer, basic_summary, unverified_report
-from middleware.interfaces import Checker, Preparer
+from middleware.checking import unverified_report
+from middleware.interfaces import Checker, RequestChecks
 from middleware.settings import RuntimeSettings
 from middleware.types import CheckContext, Mode, Sentence, SentenceReport, StreamSummary
 from onnx_models.manifest import Manifest
@@ -246,21 +246,26 @@ class TierGuardedChecker:
     def __init__(self, checker: Checker) -> None:
         self.checker = checker
 
-    def prepare(self, context: CheckContext) -> None:
-        if isinstance(self.checker, Preparer):
-            self.checker.prepare(context)
+    def open(self, context: CheckContext, closed_book: asyncio.Future[str | None] | None = None) -> RequestChecks:
+        return _TierGuardedChecks(self.checker.open(context, closed_book))
 
-    async def summarize(self, reports: Sequence[SentenceReport], mode: Mode) -> StreamSummary:
-        if isinstance(self.checker, Summarizer):
-            return await self.checker.summarize(reports, mode)
-        return basic_summary(reports, mode)
 
-    async def check(self, sentence: Sentence, context: CheckContext) -> SentenceReport:
+class _TierGuardedChecks:
+    def __init__(self, checks: RequestChecks) -> None:
+        self.checks = checks
+
+    async def check(self, sentence: Sentence, previous: Sequence[str]) -> SentenceReport:
         failures = _Failures.count
-        report = await self.checker.check(sentence, context)
+        report = await self.checks.check(sentence, previous)
         if _Failures.count != failures:
             return unverified_report(sentence, f"error: {TierUnavailable.__name__}")
         return report
+
+    async def summarize(self, reports: Sequence[SentenceReport], mode: Mode) -> StreamSummary:
+        return await self.checks.summarize(reports, mode)
+
+    def close(self) -> None:
+        self.checks.close()
 
 
 _CLIENTS: dict[tuple[str, str, str], Any] = {}

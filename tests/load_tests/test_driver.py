@@ -65,4 +65,10 @@ def test_short_run_through_real_processes(tmp_path: Path) -> None:
     for run in runs.values():
         assert run["requests"] > 0 and run["errors"] == 0 and run["mismatches"] == 0
         assert run["peak_rss_mb"] > 0
-    assert "added TTFT p50" in table.read_text()
+    assert runs[("direct", "-")]["lag_max_ms"] is None  # the probe is on the proxy's loop only
+    for mode in ("off", "annotate"):
+        lag = runs[("factcheck", mode)]
+        assert 0 <= lag["lag_p50_ms"] <= lag["lag_p99_ms"] <= lag["lag_max_ms"]
+    annotate = runs[("factcheck", "annotate")]  # checker none: every report unverified, none checked
+    assert annotate["checks_per_s"] == 0 and annotate["shed"] == annotate["timed_out"] == 0
+    assert "added TTFT p50" in table.read_text() and "loop lag max ms" in table.read_text()

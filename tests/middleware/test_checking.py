@@ -31,19 +31,19 @@ async def warmed_runner(shed: bool) -> CheckRunner:
     settings = CheckSettings(sentence_budget_s=BUDGET_S, max_checks_global=1, max_checks_per_stream=100,
                              shed_overload=shed)
     runner = CheckRunner(ScriptedChecker(delay=SERVICE_S), settings)
-    checks = runner.for_stream()
+    checks = runner.session(CheckContext())
     for i in range(8):
-        await checks.submit(sentence(i), CheckContext())
+        await checks.submit(sentence(i), [])
     return runner
 
 
 async def burst(runner: CheckRunner, n: int) -> list[tuple[SentenceReport, float]]:
     """``n`` checks at once; each report with the seconds it took to arrive."""
-    checks = runner.for_stream()
+    checks = runner.session(CheckContext())
     started = time.perf_counter()
 
     async def timed(i: int) -> tuple[SentenceReport, float]:
-        report = await checks.submit(sentence(i), CheckContext())
+        report = await checks.submit(sentence(i), [])
         return report, time.perf_counter() - started
 
     return list(await asyncio.gather(*(timed(i) for i in range(n))))
@@ -92,8 +92,8 @@ async def test_slot_wait_and_per_sentence_stage_times_are_observed():
             return report.model_copy(update={"timings_ms": {"search": 12.0, "rerank": 3.0}})
 
     runner = CheckRunner(Timed(), CheckSettings())
-    checks = runner.for_stream()
-    await asyncio.gather(*(checks.submit(sentence(i), CheckContext()) for i in range(3)))
+    checks = runner.session(CheckContext())
+    await asyncio.gather(*(checks.submit(sentence(i), []) for i in range(3)))
     assert sample("factcheck_check_slot_wait_seconds_count") - waits_before == 3
     assert sample("factcheck_sentence_stage_seconds_count", stage="search") - stage_before == 3
 
@@ -116,8 +116,33 @@ async def test_a_stream_of_checks_can_have_its_own_budget():
     (``checked_stream.whole_answer_budget``); the per-sentence budget stays the default."""
     settings = CheckSettings(sentence_budget_s=0.35, max_checks_global=64, max_checks_per_stream=1)
     runner = CheckRunner(ScriptedChecker(delay=0.15), settings)
-    whole, streamed = runner.for_stream(budget_s=4 * 0.35), runner.for_stream()
-    answers = await asyncio.gather(asyncio.gather(*(whole.submit(sentence(i), CheckContext()) for i in range(4))),
-                                   asyncio.gather(*(streamed.submit(sentence(i), CheckContext()) for i in range(4))))
+    warm = runner.session(CheckContext(), budget_s=10.0)
+    await asyncio.gather(*(warm.submit(sentence(i), []) for i in range(8)))  # a check's service time learnt
+    whole, streamed = runner.session(CheckContext(), budget_s=4 * 0.35), runner.session(CheckContext())
+    answers = await asyncio.gather(asyncio.gather(*(whole.submit(sentence(i), []) for i in range(4))),
+                                   asyncio.gather(*(streamed.submit(sentence(i), []) for i in range(4))))
     assert [r.verdict.label for r in answers[0]] == ["attributable"] * 4
-    assert [r.verdict.reason for r in answers[1]] == [None, None, "timeout", "timeout"]  # queued past 0.35 s
+    # the last two could not start in time to finish inside 0.35 s: shed (at 0.2 s), not timed out
+    assert [r.verdict.reason for r in answers[1]] == [None, None, "overload", "overload"]
+
+
+async def test_a_queued_check_is_shed_once_only_its_service_time_is_left():
+    """A check still waiting for a slot when only one expected service time of its budget is
+    left is shed then, not after waiting out the budget; only a check that started and ran
+    past its budget times out."""
+    runner = await warmed_runner(shed=True)
+    slow = runner.session(CheckContext(), budget_s=0.3)
+    holder = runner.session(CheckContext(), budget_s=10.0)
+    held = holder.submit(sentence(0), [])  # holds the one slot for SERVICE_S
+    await asyncio.sleep(0)
+    runner.service_s = 0.25  # learnt: a check takes 0.25 s; behind one, this one starts too late
+    started = time.perf_counter()
+    report = await slow.submit(sentence(1), [])
+    assert report.verdict.reason == "overload" and time.perf_counter() - started < 0.2
+    await held
+
+
+async def test_a_check_that_started_and_ran_past_its_budget_times_out():
+    runner = CheckRunner(ScriptedChecker(delay=0.5), CheckSettings(sentence_budget_s=0.1))
+    report = await runner.session(CheckContext()).submit(sentence(0), [])
+    assert report.verdict.reason == "timeout"

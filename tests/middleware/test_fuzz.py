@@ -310,7 +310,7 @@ def run_stream(deltas: list[str], mode: Mode, fixes: dict[str, str] | None = Non
         runner = CheckRunner(ScriptedChecker(fixes), CheckSettings(sentence_budget_s=30))
         source = UpstreamChunks(ListUpstream(upstream_events(deltas)))
         encoder = SSEEncoder(source)
-        return [encoder.encode(event) async for event in CheckedStream(source, runner, CheckContext(mode=mode)).run()]
+        return [encoder.encode(event) async for event in CheckedStream(source, runner.session(CheckContext(mode=mode))).run()]
 
     content, factcheck = [], []
     for raw in asyncio.run(go()):

@@ -7,11 +7,11 @@ from typing import Any
 
 import aiohttp
 
-from middleware.checking import basic_summary
+from middleware.checking import SentenceChecker, basic_summary
 from middleware.types import CheckContext, Edit, Mode, Passage, Sentence, SentenceReport, StreamSummary, Tag, Verdict
 
 
-class ScriptedChecker:
+class ScriptedChecker(SentenceChecker):
     """Contradicts sentences containing a key of ``fixes`` and suggests its value; every
     other sentence is attributable. Records what it saw."""
 

@@ -12,6 +12,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+from middleware.checking import SentenceChecker
 from middleware.evidence.index import DEMO_CORPUS
 from middleware.evidence.portrait import DataPortrait
 from middleware.interfaces import Upstream, UpstreamStream
@@ -149,7 +150,7 @@ def portrait_of(paths: list[Path]) -> DataPortrait:
     return portrait
 
 
-class QuipChecker:
+class QuipChecker(SentenceChecker):
     """Every sentence attributable, with its QUIP-Score against ``portrait``."""
 
     def __init__(self, portrait: DataPortrait) -> None:

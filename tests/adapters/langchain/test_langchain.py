@@ -93,7 +93,9 @@ async def test_handler_applies_budget_and_per_stream_concurrency():
     handler = FactCheckCallbackHandler(slow, settings, wait_on_end=True)
     await FakeListChatModel(responses=[ANSWER]).ainvoke(QUESTION, config={"callbacks": [handler]})
     assert {r.verdict.label for r in handler.reports} == {"unverified"}
-    assert {r.verdict.reason for r in handler.reports} == {"timeout"}
+    # the first check started and ran past its budget; those queued behind it could not start in time
+    reasons = [r.verdict.reason for r in sorted(handler.reports, key=lambda r: r.index)]
+    assert reasons[0] == "timeout" and set(reasons[1:]) == {"overload"}
     assert slow.peak == 1 and slow.running == 0
 
 

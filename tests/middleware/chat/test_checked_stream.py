@@ -1,63 +1,73 @@
-"""The checked stream's own duties, whatever the face: the checker reads the request's
-context once, when the answer starts; a whole answer's checks have the budget of the answer."""
+"""The checked stream's own duties, whatever the face: the checker opens the request once,
+when the answer starts; a whole answer's checks have the budget of the answer; closing the
+request's session stops what it still runs."""
 
 from __future__ import annotations
 
+import asyncio
+
 from middleware.chat.checked_stream import CheckedStream, CheckedText, TextSource, whole_answer_budget
 from middleware.checking import CheckRunner
+from middleware.interfaces import RequestChecks
 from middleware.settings import CheckSettings
 from middleware.types import CheckContext, Mode, Sentence, SentenceReport
 from tests.support.checkers import ScriptedChecker
 
 
-class PreparingChecker(ScriptedChecker):
-    """Records, in order, the request contexts it prepared and the sentences it checked."""
+class OpeningChecker(ScriptedChecker):
+    """Records, in order, the requests it opened and the sentences it checked."""
 
     def __init__(self) -> None:
         super().__init__()
         self.calls: list[tuple[str, object]] = []
 
-    def prepare(self, context: CheckContext) -> None:
-        context.prepared["seen"] = True
-        self.calls.append(("prepare", context.user_message))
+    def open(self, context: CheckContext, closed_book: asyncio.Future[str | None] | None = None) -> RequestChecks:
+        self.calls.append(("open", context.user_message))
+        return super().open(context, closed_book)
 
     async def check(self, sentence: Sentence, context: CheckContext) -> SentenceReport:
-        self.calls.append(("check", context.prepared.get("seen")))
+        self.calls.append(("check", context.previous))
         return await super().check(sentence, context)
 
 
-async def test_a_checked_stream_prepares_the_request_once_before_its_first_check():
+async def test_a_checked_stream_opens_the_request_once_before_its_first_check():
     for mode in (Mode.ANNOTATE, Mode.CORRECT, Mode.OFF):
-        checker = PreparingChecker()
-        context = CheckContext(user_message="Tell me about Curie.", mode=mode)
-        stream = CheckedStream(TextSource("Curie was born in 1867. She died in 1934."), CheckRunner(checker, CheckSettings()),
-                               context)
+        checker = OpeningChecker()
+        session = CheckRunner(checker, CheckSettings()).session(CheckContext(user_message="Tell me about Curie.",
+                                                                             mode=mode))
+        stream = CheckedStream(TextSource("Curie was born in 1867. She died in 1934."), session)
         [event async for event in stream.run()]
-        # each sentence's check sees what the one preparation stored in the request's context
-        expected = [] if mode is Mode.OFF else [("prepare", "Tell me about Curie."), ("check", True), ("check", True)]
+        # each sentence's check has the sentences before it; the request was opened once, first
+        expected = [] if mode is Mode.OFF else [("open", "Tell me about Curie."), ("check", []),
+                                                ("check", ["Curie was born in 1867."])]
         assert checker.calls == expected
 
 
-async def test_checked_text_without_a_stream_prepares_at_its_first_sentence():
-    checker = PreparingChecker()
-    text = CheckedText(CheckRunner(checker, CheckSettings()), CheckContext(user_message="Q?"))
+async def test_checked_text_without_a_stream_opens_the_request_at_its_first_sentence():
+    checker = OpeningChecker()
+    session = CheckRunner(checker, CheckSettings()).session(CheckContext(user_message="Q?"))
+    text = CheckedText(session)
     assert text.feed("Hello") == [] and checker.calls == []
     text.feed(" world. Curie was born in 1867. ")
     text.flush()
-    await text.wait()
-    assert checker.calls == [("prepare", "Q?"), ("check", True), ("check", True)]
+    await session.wait_all()
+    assert [call[0] for call in checker.calls] == ["open", "check", "check"]
 
 
-async def test_a_checker_that_prepares_nothing_is_checked_as_before():
-    plain = CheckedText(CheckRunner(ScriptedChecker(), CheckSettings()), CheckContext(user_message="Q?"))
-    plain.feed("Curie was born in 1867. She died in 1934.")
-    plain.flush()
-    assert [r.verdict.label for r in await plain.wait()] == ["attributable", "attributable"]
+async def test_closing_a_session_cancels_its_checks_and_its_closed_book_call():
+    session = CheckRunner(ScriptedChecker(delay=30), CheckSettings(sentence_budget_s=60)).session(
+        CheckContext(), closed_book=asyncio.ensure_future(asyncio.sleep(30)))
+    task = session.submit(Sentence(index=0, start=0, end=5, text="Text."), [])
+    await asyncio.sleep(0.01)
+    closed_book = session.closed_book
+    session.close()
+    await asyncio.gather(task, closed_book, return_exceptions=True)
+    assert task.cancelled() and closed_book is not None and closed_book.cancelled()
 
 
 def test_a_whole_answer_has_the_budget_of_its_waves_of_checks():
-    runner = CheckRunner(ScriptedChecker(), CheckSettings(sentence_budget_s=1.5, max_checks_per_stream=4))
+    settings = CheckSettings(sentence_budget_s=1.5, max_checks_per_stream=4)
     four = "One is here. Two is here. Three is here. Four is here."
-    assert whole_answer_budget(runner, four) == 1.5
-    assert whole_answer_budget(runner, four + " Five is here.") == 3.0
-    assert whole_answer_budget(runner, "## A heading only\n") == 1.5
+    assert whole_answer_budget(settings, four) == 1.5
+    assert whole_answer_budget(settings, four + " Five is here.") == 3.0
+    assert whole_answer_budget(settings, "## A heading only\n") == 1.5

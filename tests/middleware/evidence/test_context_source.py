@@ -16,6 +16,7 @@ from langchain_core.messages import HumanMessage, SystemMessage, ToolMessage
 
 from adapters.langchain import FactCheckCallbackHandler, FactCheckedChatModel, ReportEvent
 from middleware.chat.protocol import ChatRequest
+from middleware.checking import check_sentence
 from middleware.evidence.context_source import ContextFirst, ContextSource, sources_for_policy
 from middleware.evidence.request_passages import request_passages
 from middleware.types import CheckContext, Sentence
@@ -54,12 +55,13 @@ async def test_context_source_ranks_by_bm25_and_drops_unrelated_passages():
 async def test_policies_only_first_among():
     passages = request_passages(ChatRequest.model_validate({"messages": [{"role": "system", "content": DOCUMENT}]}))
     index = CountingSource()
-    assert sources_for_policy([], [index], "only") == []  # strict: no context passages, nothing to search
-    assert sources_for_policy([], [index], "among") == [index] == sources_for_policy([], [index], "first")
-    [only] = sources_for_policy(passages, [index], "only")
-    assert isinstance(only, ContextSource)
-    assert [type(s) for s in sources_for_policy(passages, [index], "among")] == [CountingSource, ContextSource]
-    [first] = sources_for_policy(passages, [index], "first")
+    assert sources_for_policy(None, [index], "only") == []  # strict: no context passages, nothing to search
+    assert sources_for_policy(None, [index], "among") == [index] == sources_for_policy(None, [index], "first")
+    context = ContextSource(passages)
+    [only] = sources_for_policy(context, [index], "only")
+    assert only is context
+    assert [type(s) for s in sources_for_policy(context, [index], "among")] == [CountingSource, ContextSource]
+    [first] = sources_for_policy(context, [index], "first")
     assert isinstance(first, ContextFirst)
     covered = await first.search("When was Acme Corporation founded?", 5)
     assert index.searches == 0 and {p.provider for p in covered} == {"context"}  # the context answered alone
@@ -70,11 +72,11 @@ async def test_policies_only_first_among():
 async def test_policy_only_from_settings_searches_nothing_else():
     fc, index = checker(policy="only")
     passages = request_passages(ChatRequest.model_validate({"messages": [{"role": "system", "content": DOCUMENT}]}))
-    report = await fc.check(Sentence(index=0, start=0, end=len(CONTRADICTS), text=CONTRADICTS),
+    report = await check_sentence(fc, Sentence(index=0, start=0, end=len(CONTRADICTS), text=CONTRADICTS),
                             CheckContext(request_passages=passages))
     assert index.searches == 0 and report.verdict.label == "contradictory"
     # the request's own policy wins over the configured one
-    report = await fc.check(Sentence(index=0, start=0, end=len(CONTRADICTS), text=CONTRADICTS),
+    report = await check_sentence(fc, Sentence(index=0, start=0, end=len(CONTRADICTS), text=CONTRADICTS),
                             CheckContext(request_passages=passages, options={"context_policy": "among"}))
     assert index.searches > 0
 

@@ -16,7 +16,7 @@ from middleware.evidence.source import LocalIndexSource
 from middleware.pipeline.alignment import Aligner
 from middleware.pipeline.cqgen import SlotQuestionGenerator
 from middleware.chat.checked_stream import check_answer
-from middleware.checking import CheckRunner
+from middleware.checking import CheckRunner, check_sentence
 from middleware.pipeline import factchecker as factchecker_module
 from middleware.pipeline.decontext import PreparedQuestion, SpacyDecontextualiser, prepare_question
 from middleware.pipeline.factchecker import INLINE_QUESTION_CHARS, FactChecker, PipelineParts
@@ -63,7 +63,7 @@ def sentence_in(message: str, text: str, index: int = 0) -> Sentence:
 async def test_wrong_year_is_contradicted_with_an_edit_in_message_offsets(checker):
     message = "Some intro. Marie Curie won the Nobel Prize in Chemistry in 1915."
     sentence = sentence_in(message, "Marie Curie won the Nobel Prize in Chemistry in 1915.")
-    report = await checker.check(sentence, CheckContext())
+    report = await check_sentence(checker, sentence, CheckContext())
     assert report.verdict.label == "contradictory"
     assert report.evidence and report.evidence[0].provider == "index"
     tag = next(t for t in report.tags if t.type == "entity")
@@ -76,7 +76,7 @@ async def test_wrong_year_is_contradicted_with_an_edit_in_message_offsets(checke
 
 async def test_supported_sentence_is_attributable(checker):
     text = "The Eiffel Tower was completed in March 1889."
-    report = await checker.check(Sentence(index=0, start=0, end=len(text), text=text), CheckContext())
+    report = await check_sentence(checker, Sentence(index=0, start=0, end=len(text), text=text), CheckContext())
     assert report.verdict.label == "attributable"
     assert report.tags == [] and report.edits == []
 
@@ -84,7 +84,7 @@ async def test_supported_sentence_is_attributable(checker):
 async def test_pronoun_is_resolved_from_earlier_sentences(checker):
     text = "She was born in Warsaw in 1867."
     context = CheckContext(previous=["Marie Curie was a physicist."])
-    report = await checker.check(Sentence(index=1, start=30, end=30 + len(text), text=text), context)
+    report = await check_sentence(checker, Sentence(index=1, start=30, end=30 + len(text), text=text), context)
     assert report.verdict.label == "attributable"
 
 
@@ -98,7 +98,7 @@ async def test_pronoun_is_resolved_from_earlier_sentences(checker):
     ],
 )
 async def test_not_checkworthy_sentences_are_skipped(checker, text, reason, tags):
-    report = await checker.check(Sentence(index=0, start=0, end=len(text), text=text), CheckContext())
+    report = await check_sentence(checker, Sentence(index=0, start=0, end=len(text), text=text), CheckContext())
     assert report.verdict.label == "skipped" and report.verdict.reason == reason
     assert [t.type for t in report.tags] == tags
     assert report.evidence == []
@@ -109,7 +109,7 @@ async def test_request_context_only_policy_searches_nothing_else(checker):
                               source="messages[0] (system)")
     text = "The Eiffel Tower was completed in March 1889."
     context = CheckContext(request_passages=[context_passage], options={"context_policy": "only"})
-    report = await checker.check(Sentence(index=0, start=0, end=len(text), text=text), context)
+    report = await check_sentence(checker, Sentence(index=0, start=0, end=len(text), text=text), context)
     assert {p.provider for p in report.evidence} == {"context"}
     assert report.verdict.label == "contradictory"
 
@@ -120,7 +120,7 @@ async def test_the_attribution_report_holds_only_passages_that_decided_a_sentenc
     distractor = Passage(id="unix", provider="context", source="messages[0] (system)",
                          text="Unix is an operating system developed at Bell Labs; it is taught in Warsaw and in Paris.")
     context = CheckContext(request_passages=[distractor])  # searched beside the index
-    reports = [await checker.check(Sentence(index=i, start=0, end=len(t), text=t), context)
+    reports = [await check_sentence(checker, Sentence(index=i, start=0, end=len(t), text=t), context)
                for i, t in enumerate(texts)]
     summary = await checker.summarize(reports, Mode.ANNOTATE)
     assert summary.sentences == 4
@@ -136,19 +136,16 @@ async def test_the_attribution_report_holds_only_passages_that_decided_a_sentenc
     assert summary.attr_auto is not None and 0.5 < summary.attr_auto <= 1.0
 
 
-class Loaded:
+class Loaded(FactChecker):
     """The pipeline on a loaded machine: every check takes ``delay`` longer."""
 
     def __init__(self, inner: FactChecker, delay: float) -> None:
-        self.inner = inner
+        super().__init__(inner.parts)
         self.delay = delay
 
-    async def check(self, sentence, context):
+    async def check(self, sentence, context, request):
         await asyncio.sleep(self.delay)
-        return await self.inner.check(sentence, context)
-
-    async def summarize(self, reports, mode):
-        return await self.inner.summarize(reports, mode)
+        return await super().check(sentence, context, request)
 
 
 async def test_a_non_stream_answer_gets_the_report_a_stream_gets(make_proxy, checker):
@@ -209,7 +206,7 @@ async def test_correct_mode_edits_minimally_and_renders_fava(tmp_path_factory):
     checker = FactChecker(parts)
     message = "Hi. Marie Curie won the Nobel Prize in Chemistry in 1915."
     sentence = sentence_in(message, "Marie Curie won the Nobel Prize in Chemistry in 1915.", index=1)
-    report = await checker.check(sentence, CheckContext(mode=Mode.CORRECT))
+    report = await check_sentence(checker, sentence, CheckContext(mode=Mode.CORRECT))
     assert report.corrected_text == "Marie Curie won the Nobel Prize in Chemistry in 1911."
     edit = report.edits[0]
     assert (message[edit.start : edit.end], edit.replacement) == ("1915", "1911")

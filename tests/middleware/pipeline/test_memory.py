@@ -14,10 +14,11 @@ import pytest
 from adapters.demo_upstream import tokenize
 from middleware.chat.protocol import ChatRequest
 from middleware.errors import UpstreamError
-from middleware.interfaces import MemoryProbe
+from middleware.checking import CheckRunner
+from middleware.settings import CheckSettings
 from middleware.evidence.request_passages import request_passages
 from middleware.metrics import MEMORY_CHECK_LATENCY, MEMORY_CHECK_TOKENS
-from middleware.pipeline.memory import MemoryCheck, closed_book_body, closed_book_question
+from middleware.pipeline.memory import ClosedBook, closed_book_body, closed_book_question
 from middleware.types import CheckContext, Sentence
 from tests.support.context_doubles import (
     CLOSED_BOOK,
@@ -125,10 +126,9 @@ class FailingUpstream:
 async def test_failed_closed_book_call_gives_no_signal_and_a_normal_verdict(caplog):
     fc, _ = checker(policy="only")
     passages = request_passages(ChatRequest.model_validate({"messages": [{"role": "system", "content": DOCUMENT}]}))
-    memory = MemoryCheck.start(FailingUpstream(), body(CONTRADICTS), {}, QUESTION, max_tokens=16, margin=1.4, wait_s=5)
-    assert isinstance(memory, MemoryProbe)  # what the checker calls, typed on CheckContext.memory
-    report = await fc.check(Sentence(index=0, start=0, end=len(CONTRADICTS), text=CONTRADICTS),
-                            CheckContext(request_passages=passages, memory=memory))
+    closed_book = ClosedBook.start(FailingUpstream(), body(CONTRADICTS), {}, QUESTION, max_tokens=16)
+    checks = fc.open(CheckContext(request_passages=passages), closed_book.task)
+    report = await checks.check(Sentence(index=0, start=0, end=len(CONTRADICTS), text=CONTRADICTS), [])
     assert report.memory is None and report.verdict.label == "contradictory"
     assert "closed-book call for the memory check failed" in caplog.text
 
@@ -136,11 +136,11 @@ async def test_failed_closed_book_call_gives_no_signal_and_a_normal_verdict(capl
 async def test_closed_book_answer_too_late_gives_no_signal_and_is_cancelled_with_the_request():
     fc, _ = checker(policy="only")
     passages = request_passages(ChatRequest.model_validate({"messages": [{"role": "system", "content": DOCUMENT}]}))
-    memory = MemoryCheck.start(FailingUpstream(delay=30), body(CONTRADICTS), {}, QUESTION, max_tokens=16, margin=1.4,
-                               wait_s=0.05)
-    report = await fc.check(Sentence(index=0, start=0, end=len(CONTRADICTS), text=CONTRADICTS),
-                            CheckContext(request_passages=passages, memory=memory))
+    closed_book = ClosedBook.start(FailingUpstream(delay=30), body(CONTRADICTS), {}, QUESTION, max_tokens=16)
+    fc.parts.memory_wait_s = 0.05
+    session = CheckRunner(fc, CheckSettings()).session(CheckContext(request_passages=passages), closed_book.task)
+    report = await session.submit(Sentence(index=0, start=0, end=len(CONTRADICTS), text=CONTRADICTS), [])
     assert report.memory is None and report.verdict.label == "contradictory"
-    memory.close()
+    session.close()
     await asyncio.sleep(0)
-    assert memory.closed_book.done
+    assert closed_book.task.done()

@@ -9,6 +9,7 @@ import numpy as np
 import onnxruntime as ort
 import pytest
 
+from middleware.checking import SentenceChecker, check_sentence
 from middleware.composition import build_checker
 from middleware.pipeline.factory import BackendUnavailable
 from middleware.runtime import load_embedder, load_seq2seq
@@ -78,7 +79,7 @@ def test_no_tier_at_startup_fails_clearly_after_ray_startup_s() -> None:
         build_checker(settings.model_copy(update={"pipeline": settings.pipeline.model_copy(update={"verifier": "nli"})}))
 
 
-class SwallowingChecker:
+class SwallowingChecker(SentenceChecker):
     """Like the evidence sources: a failed call to the tier is logged away, and the check
     goes on to a verdict on no evidence."""
 
@@ -100,11 +101,11 @@ async def test_a_check_the_tier_failed_during_is_unverified() -> None:
     context = CheckContext(mode=Mode.ANNOTATE)
     endpoint = Endpoint(f"http://127.0.0.1:{free_port()}/embed", timeout_s=1.0)
     try:
-        touched = await TierGuardedChecker(SwallowingChecker(endpoint)).check(sentence, context)
+        touched = await check_sentence(TierGuardedChecker(SwallowingChecker(endpoint)), sentence, context)
     finally:
         await endpoint.aclose()
     assert (touched.verdict.label, touched.verdict.reason) == ("unverified", "error: TierUnavailable")
-    untouched = await TierGuardedChecker(SwallowingChecker(None)).check(sentence, context)
+    untouched = await check_sentence(TierGuardedChecker(SwallowingChecker(None)), sentence, context)
     assert untouched.verdict.label == "extrapolatory"
-    summary = await TierGuardedChecker(SwallowingChecker(None)).summarize([touched, untouched], Mode.ANNOTATE)
+    summary = await TierGuardedChecker(SwallowingChecker(None)).open(context).summarize([touched, untouched], Mode.ANNOTATE)
     assert summary.verdicts == {"unverified": 1, "extrapolatory": 1}
