@@ -27,6 +27,7 @@ from middleware.metrics import timed
 from middleware.pipeline.attribution import attribution_report, unique_passages
 from middleware.pipeline.checkworthy import skipped_verdict
 from middleware.pipeline.cqgen import QuestionGenerator
+from middleware.pipeline.excerpts import bounded_report
 from middleware.pipeline.decontext import Decontextualised, Decontextualiser, PreparedQuestion, prepare_question
 from middleware.pipeline.slots import analyse
 from middleware.pipeline.stages import generate_questions, prepare_claim, verify_claim
@@ -141,7 +142,7 @@ class FactChecker:
                                                  started, timings)
         report = self._report(sentence, verdict, timings, tags=tags, edits=edits, questions=questions,
                               evidence=evidence, corrected=corrected, quip=quip)
-        return report.model_copy(update={"memory": memory, "revision": revision})
+        return bounded_report(report.model_copy(update={"memory": memory, "revision": revision}), verdict, evidence)
 
     async def _research(
         self, claim: str, questions: list[Question], context: CheckContext, timings: dict[str, float]
