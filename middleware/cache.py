@@ -268,6 +268,11 @@ async def cached(
     return value
 
 
+def embedder_name(embedder: object) -> str:
+    """The model part of an embedder's cache keys: its ``name``, else its class."""
+    return getattr(embedder, "name", None) or type(embedder).__qualname__
+
+
 def embedding_key(model: str, text: str) -> str:
     """Cache key of one embedding: the model name plus the text's hash."""
     return f"embedding:{model}:{hash_key(text)}"

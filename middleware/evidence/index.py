@@ -18,6 +18,7 @@ import logging
 import sqlite3
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -46,6 +47,8 @@ SCHEMA_VERSION = 1
 DB_FILE = "index.sqlite"
 RRF_K = 60
 CANDIDATES = 50
+SEARCHES_CACHED = 4096
+"""Search results an index keeps (per query and k, for the committed generation)."""
 DEMO_CORPUS = Path(__file__).resolve().parent / "demo_corpus"
 
 _SCHEMA = """
@@ -157,6 +160,7 @@ class LocalIndex:
         self._vectors: Vectors | None = None
         self._warned_fingerprint = False
         self._lexical = LexicalSearch()
+        self._results: OrderedDict[tuple[int, str, str, int, bool], list[Passage]] = OrderedDict()
         self._create()
 
     @classmethod
@@ -181,18 +185,32 @@ class LocalIndex:
 
     def search(self, query: str, k: int = 5, vector: np.ndarray | None = None) -> list[Passage]:
         """Top ``k`` passages for ``query`` (provider 'index', score = fused RRF score).
-        ``vector`` is the query's embedding when the caller already has it."""
+        ``vector`` is the query's embedding when the caller already has it. Results are kept
+        per committed generation (:data:`SEARCHES_CACHED`): the verification questions of one
+        subject recur from claim to claim ('When was the Eiffel Tower completed?')."""
         if k <= 0:
             return []
+        vectors = self._current_vectors()  # reads the committed generation: the lexical search uses it too
+        dense = vectors.matrix is not None and self.embedder is not None
+        key = (vectors.generation, vectors.fingerprint, query, k, dense)
+        with self._lock:
+            hit = self._results.get(key)
+            if hit is not None:
+                self._results.move_to_end(key)
+                return list(hit)
         n = max(self.candidates, k)
-        rankings = [self.lexical(query, n)]
-        vectors = self._current_vectors()
-        if vectors.matrix is not None and self.embedder is not None:
+        rankings = [self._lexical.search(self._db(), vectors.generation, query, n)]
+        if dense:
             if vector is None:
                 vector = self.embedder.embed_sync([query])[0]
             rankings.append(vectors.nearest(vector, n))
         fused = reciprocal_rank_fusion(rankings, self.rrf_k)[:k]
-        return self.passages([i for i, _ in fused], [s for _, s in fused])
+        found = self.passages([i for i, _ in fused], [s for _, s in fused])
+        with self._lock:
+            self._results[key] = found
+            while len(self._results) > SEARCHES_CACHED:
+                self._results.popitem(last=False)
+        return list(found)
 
     def lexical(self, query: str, n: int) -> list[int]:
         """Rowids of the ``n`` best BM25 matches (cost-bounded: see :mod:`.fts`)."""

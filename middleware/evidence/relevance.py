@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from middleware.cache import Cache, cached_embeddings
+from middleware.cache import Cache, cached_embeddings, embedder_name
 from middleware.evidence.passages import embedding_text
 from middleware.interfaces import Embedder, PairScorer
 from middleware.metrics import timed
@@ -46,7 +46,7 @@ class RelevanceRanker:
         self.top_j = top_j
         self.dense_weight = dense_weight
         self.cache = cache
-        self._model = getattr(embedder, "name", None) or type(embedder).__qualname__
+        self._model = embedder_name(embedder)
 
     @classmethod
     def from_settings(

@@ -31,7 +31,7 @@ def build_sources(settings: Settings, embedder: Embedder | None, cache: Cache,
     """The configured evidence sources in order (``context`` comes from each request)."""
     sources: list[EvidenceSource] = []
     if "index" in settings.evidence.providers:
-        sources.append(LocalIndexSource.from_settings(settings, embedder))
+        sources.append(LocalIndexSource.from_settings(settings, embedder, cache))
     if any(p not in ("index", "context") for p in settings.evidence.providers):
         sources.extend(providers.web(settings, cache))
     return sources

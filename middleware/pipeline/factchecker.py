@@ -29,6 +29,7 @@ from middleware.metrics import timed
 from middleware.pipeline.attribution import attribution_report, unique_passages
 from middleware.pipeline.checkworthy import skipped_verdict
 from middleware.pipeline.cqgen import QuestionGenerator
+from middleware.pipeline.excerpts import bounded_report
 from middleware.pipeline.decontext import Decontextualised, Decontextualiser, PreparedQuestion, prepare_question
 from middleware.pipeline.memory import MemoryCheck
 from middleware.pipeline.slots import analyse
@@ -186,7 +187,7 @@ class FactChecker:
                                                  started, timings)
         report = self._report(sentence, verdict, timings, tags=tags, edits=edits, questions=questions,
                               evidence=evidence, corrected=corrected, quip=quip)
-        return report.model_copy(update={"memory": memory, "revision": revision})
+        return bounded_report(report.model_copy(update={"memory": memory, "revision": revision}), verdict, evidence)
 
     async def _research(
         self, claim: str, questions: list[Question], sources: Sequence[EvidenceSource], timings: dict[str, float]

@@ -7,6 +7,8 @@ runs each bucket through ``run_batch`` in a worker thread, leaving the event loo
 ``in_flight`` above 1 (a GPU), that many batches run at once in as many threads, so the next
 batch is prepared while the device computes the last one.
 
+Identical items of one batch (hashable ones: texts, pairs) run once and share the result.
+
 Guarantees: a caller cancelled before its batch runs is dropped from it; one cancelled while
 its batch runs gets nothing and harms no one; an exception from ``run_batch`` reaches exactly
 the callers whose items were in that bucket, and the worker goes on.
@@ -244,7 +246,7 @@ class MicroBatcher(Generic[Item, Result]):
         for pending in live:
             wait.observe(now - pending.enqueued)
         BATCH_SIZE.labels(model=self.name).observe(len(live))
-        items = [p.item for p in live]
+        items, positions = distinct([p.item for p in live])
         started = time.perf_counter()
         try:
             results = await loop.run_in_executor(self._executor, self._call, items)
@@ -257,9 +259,9 @@ class MicroBatcher(Generic[Item, Result]):
             return
         finally:
             INFERENCE_TIME.labels(model=self.name).observe(time.perf_counter() - started)
-        for pending, result in zip(live, results, strict=True):
+        for pending, position in zip(live, positions, strict=True):
             if not pending.future.done():
-                pending.future.set_result(result)
+                pending.future.set_result(results[position])
 
     def _call(self, items: list[Item]) -> Sequence[Result]:
         results = self.run_batch(items)
@@ -272,3 +274,15 @@ class MicroBatcher(Generic[Item, Result]):
         for pending in live:
             if not pending.future.done():
                 pending.future.set_exception(exc)
+
+
+def distinct(items: list[Item]) -> tuple[list[Item], list[int]]:
+    """The distinct items of a batch, in first-seen order, and where each item's result is
+    among theirs: concurrent streams checking the same text (the same question, the same
+    evidence window and claim) share one inference. Items that cannot be hashed all run."""
+    index: dict[Item, int] = {}
+    try:
+        positions = [index.setdefault(item, len(index)) for item in items]
+    except TypeError:
+        return items, list(range(len(items)))
+    return list(index), positions

@@ -22,6 +22,8 @@ from middleware.evidence.index import (
 from middleware.evidence.portrait import DataPortrait
 from middleware.evidence.source import LocalIndexSource
 from middleware.evidence.vectors import Vectors, load_vectors, remove_vector_files, save_vectors
+from middleware.cache import MemoryCache
+from middleware.evidence.relevance import RelevanceRanker
 from middleware.metrics import STAGE_LATENCY
 from tests.support.evidence_doubles import MARKDOWN, FailingEmbedder, HashEmbedder, write_corpus
 
@@ -236,6 +238,28 @@ def test_a_reader_sees_a_writers_new_generation(tmp_path: Path, corpus: Path) ->
         writer.update([corpus])
         assert reader.search("Moon orbits", 1)[0].title == "Moon"
         assert reader.dense_ready
+
+
+def test_a_repeated_search_is_answered_from_the_current_generation(tmp_path: Path, corpus: Path) -> None:
+    with LocalIndex(tmp_path / "index", HashEmbedder()) as local:
+        local.update([corpus])
+        first = local.search("Moon orbits", 2)
+        assert local.search("Moon orbits", 2) == first and local.search("Moon orbits", 1) == first[:1]
+        (corpus / "moon.md").write_text("# Moon\n\nThe Moon orbits the Earth every 27.3 days.")
+        local.update([corpus])
+        assert local.search("Moon orbits", 2)[0].title == "Moon"
+
+
+async def test_the_ranker_finds_the_query_embedding_the_source_computed(
+    index: LocalIndex, corpus: Path, embedder: HashEmbedder
+) -> None:
+    index.update([corpus])
+    cache = MemoryCache()
+    source, ranker = LocalIndexSource(index, cache), RelevanceRanker(embedder, top_j=1, cache=cache)
+    embedder.calls.clear()
+    query = "Mount Fuji height"
+    await ranker.rank(query, await source.search(query, 2))
+    assert embedder.embedded.count(query) == 1
 
 
 async def test_source_searches_in_a_thread_and_times_the_search_stage(index: LocalIndex, corpus: Path) -> None:

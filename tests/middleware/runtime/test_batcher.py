@@ -53,9 +53,23 @@ async def test_a_lone_item_waits_at_most_max_wait() -> None:
 async def test_items_are_bucketed_by_length() -> None:
     run = Recorder()
     batcher = MicroBatcher(run, max_batch=16, max_wait_ms=50, name="t-bucket", size_of=lambda x: x)
-    sizes = [3, 300, 4, 5, 3, 280, 4]
+    sizes = [3, 300, 4, 5, 6, 280, 7]
     await asyncio.gather(*(batcher.submit(s) for s in sizes))
-    assert sorted(map(sorted, run.batches)) == [[3, 3, 4, 4, 5], [280, 300]]
+    assert sorted(map(sorted, run.batches)) == [[3, 4, 5, 6, 7], [280, 300]]
+    await batcher.aclose()
+
+
+async def test_identical_items_of_a_batch_run_once_and_each_caller_gets_the_result() -> None:
+    run = Recorder()
+    batcher = MicroBatcher(run, max_batch=16, max_wait_ms=50, name="t-same")
+    assert await asyncio.gather(*(batcher.submit(x) for x in [4, 9, 4, 4, 9, 1])) == [8, 18, 8, 8, 18, 2]
+    assert [sorted(b) for b in run.batches] == [[1, 4, 9]]
+    await batcher.aclose()
+
+
+async def test_items_that_cannot_be_hashed_all_run() -> None:
+    batcher = MicroBatcher(lambda items: [sum(x) for x in items], max_batch=8, max_wait_ms=50, name="t-lists")
+    assert await asyncio.gather(*(batcher.submit([1, 2]) for _ in range(3))) == [3, 3, 3]
     await batcher.aclose()
 
 

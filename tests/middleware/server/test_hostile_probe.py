@@ -21,6 +21,7 @@ from middleware.server.commands import start_site
 from middleware.sse import SSEEvent, SSEParser, delta_content, json_payloads
 from middleware.types import CheckContext, Mode, Passage, Sentence, SentenceReport, StreamSummary
 from tests.support.checkers import ScriptedChecker, TokenizingChecker, ws_answer
+from tests.support.streams import sized_stream
 
 TEXT = "The Eiffel Tower is in Paris. It was completed in 1889. Marie Curie was born in Warsaw in 1867."
 MODES = ["off", "annotate", "correct"]
@@ -371,12 +372,7 @@ async def test_response_size_is_bounded_by_the_request_size(make_proxy, mode):
     body = chat_body(answer, mode=mode)
     body["factcheck"]["context"] = [big_context()]
     raw = json.dumps(body).encode()
-    parser, size, events = SSEParser(), 0, []
-    async with aiohttp.ClientSession() as s:
-        async with s.post(f"{proxy.url}/chat/completions", data=raw, headers={"Content-Type": "application/json"}) as r:
-            async for chunk in r.content.iter_any():
-                size += len(chunk)
-                events += parser.feed(chunk)
+    size, events = await sized_stream(proxy.url, raw)
     reports = reports_of(events)
     assert len(reports) == 10 and events[-1].is_done
     assert size < 1.5 * len(raw), (size, len(raw))  # was 10 x: each report repeated five 20 KB passages
