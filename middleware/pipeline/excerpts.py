@@ -118,7 +118,8 @@ def _bounded_revision(revision: Revision, edits: Sequence[Edit], sentence: str) 
     if quoted is None:
         return revision
     suggested = revision.suggested or ""
-    added = " ".join(t for t in terms(suggested) if t not in set(terms(sentence))) or suggested or sentence
+    said = set(terms(sentence))
+    added = " ".join(t for t in terms(suggested) if t not in said) or suggested or sentence
     cut = excerpt(quoted, _occurrences(quoted, [e.replacement for e in edits]), added)
     return revision.model_copy(update={"evidence_sentence": cut})
 
