@@ -49,14 +49,26 @@ class TreeEnsemble(BaseModel):
     trees: list[Tree]
 
 
+class LinearModel(BaseModel):
+    """Logistic regression for one probability: p = sigmoid(intercept + sum of coefficient x
+    reading over the named features; the fit's standardisation is already folded into the
+    numbers). A feature the reading lacks counts as 0."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    intercept: float
+    coefficients: dict[str, float]
+
+
 class CombinerWeights(BaseModel):
     """The hybrid verifier's learned decision (``factcheck fit-combiner``): two calibrated
-    tree ensembles over its named features, and where each decides."""
+    models over its named features (a linear model or a tree ensemble each), and where each
+    decides."""
 
     model_config = ConfigDict(extra="forbid")
 
     features: list[str] = Field(description="the features the ensembles were fitted on")
-    attributable: TreeEnsemble = Field(description="P(the evidence supports the claim)")
+    attributable: LinearModel | TreeEnsemble = Field(description="P(the evidence supports the claim)")
     contradictory: TreeEnsemble = Field(description="P(the evidence contradicts the claim)")
     attributable_threshold: float = Field(description="P(attributable) at the balanced-accuracy optimum")
     contradictory_threshold: float = Field(

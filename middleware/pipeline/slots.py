@@ -605,3 +605,12 @@ def _participant_role(token: Token) -> tuple[str, ParticipantRole] | None:
     if token.dep_ == "pobj" and head.lower_ in _ROLE_PREPOSITIONS and head.head.pos_ == "VERB":
         return head.head.lemma_.lower(), head.lower_
     return None
+
+
+def named_subject(analysis: Analysis) -> Slot | None:
+    """The subject of the main verb, where it is a name ('After Newton left, Darwin studied
+    ...': Darwin)."""
+    if analysis.subject is None:
+        return None
+    start, end = analysis.subject
+    return next((c for c in analysis.slots if c.kind == "entity" and start <= c.start and c.end <= end), None)

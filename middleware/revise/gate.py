@@ -5,7 +5,8 @@ written (flagged, with the reason).
 An editor's revision is applied only if
 
 1. every change names one and the same evidence sentence (its slots all come from it),
-   which states enough of the claim's other words to be about it (``about_the_claim``), no
+   which states enough of the claim's other words to be about it (``about_the_claim``),
+   whose titled passage names the sentence's subject (``_subject_absent``), no
    name it replaces is one the evidence passage states for something else (then the claim
    may have the wrong verb: 'born in Oxford' where he was born in Harrow and died in
    Oxford), and each change is a well-formed value swap (``form_problem``): a number, date
@@ -45,9 +46,9 @@ from dataclasses import dataclass
 
 from middleware.evidence.lexical import term_recall, terms
 from middleware.pipeline.lexicon import NAME_WORD, PRONOUNS
-from middleware.pipeline.sentences import split_sentences
 from middleware.pipeline.names import FIRM_SUFFIXES, mentions, names_match, normalise_name
-from middleware.pipeline.slots import Slot, analyse, slots_agree
+from middleware.pipeline.sentences import split_sentences
+from middleware.pipeline.slots import Slot, analyse, named_subject, slots_agree
 from middleware.pipeline.verifiers.base import DetailedVerdict, Verifier
 from middleware.pipeline.verifiers.nli import NLIVerifier
 from middleware.pipeline.verifiers.slots_verifier import SlotsVerifier, writes
@@ -100,6 +101,11 @@ class EditGate:
             return _flagged(
                 result, "the evidence sentence is not about what the sentence says: it shares too few of its "
                 "other words", grounding,
+            )  # fmt: skip
+        if (absent := _subject_absent(result, text or grounding, title)) is not None:
+            return _flagged(
+                result, f"the evidence passage{f' ({title})' if title else ''} never names '{absent}': it is "
+                "about something else", grounding,
             )  # fmt: skip
         if text is not None and (named := _named_elsewhere(result, text)) is not None:
             return _flagged(
@@ -286,6 +292,21 @@ def _shares_enough(claim_terms: tuple[str, ...], text: str, title: str | None) -
 def _under_title(text: str, title: str | None) -> str:
     """The text under its passage's title, where it does not name it already."""
     return f"{title}. {text}" if title and title not in text else text
+
+
+def _subject_absent(result: EditResult, passage: str, title: str | None) -> str | None:
+    """The sentence's named subject, where the edit keeps it and the evidence passage, which
+    has a title (so what it is about is known), names it nowhere: 'Its surface lies about 28
+    metres below sea level' under 'Caspian Sea' shares most words of 'Machu Picchu lies
+    about 3,430 metres above sea level' but is about another place, and an NLI model may
+    still find it entails the edited sentence. A passage without a title may be about the
+    subject under a pronoun ('It freezes at ...'), so it is not judged here."""
+    subject = named_subject(analyse(result.original))
+    if title is None or subject is None:
+        return None
+    if any(subject.start < edit.end and edit.start < subject.end for edit in result.edits):
+        return None
+    return None if mentions(_under_title(passage, title), subject.text) else subject.text
 
 
 def _named_elsewhere(result: EditResult, passage: str) -> str | None:

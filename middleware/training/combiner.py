@@ -1,10 +1,17 @@
 """Fitting the hybrid verifier's learned decision (``factcheck fit-combiner``).
 
-Two small gradient-boosted tree ensembles over the hybrid's named features (``pipeline.verifiers.features``):
+Two small calibrated models over the hybrid's named features (``pipeline.verifiers.features``):
 P(attributable), fitted on the battery's ``train`` rows and on the held-out dev split of the
 NLI model's own training run (nli-train-v2 sources: pairs the model never trained on), and
 P(contradictory), fitted on that dev split's three-way pairs with the battery's supported
 rows as further negatives. Never on a ``test`` row, never on FEVER-Symmetric or WiCE.
+
+P(attributable) is a regularised logistic regression by default: gradient-boosted trees fit
+the sets they saw as well, but on a set left out of the fit they lost to the hand cut-offs
+on every battery set (they learn what tells the sets apart); a linear model over a few
+features keeps to what holds across sets. Its feature family and regularisation are chosen
+by ``select_linear``: leave one dataset out over the fitting rows only (never a test row).
+P(contradictory) stays a tree ensemble (the rules' findings interact with the NLI model's).
 
 Thresholds: attributable at the optimum of the mean balanced accuracy over the fitting sets
 (each set counts once, whatever its size), contradictory and the edit gate at the target
@@ -25,10 +32,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from middleware.pipeline.verifiers.features import FEATURES
+from middleware.pipeline.verifiers.features import FEATURES, LEXICAL_FEATURES, NLI_FEATURES, SLOT_FEATURES
 from middleware.training.battery import BATTERY_SETS, OVERLAP_CUT, Item, load_set, sample
 from middleware.training.evaluation import balanced_accuracy
-from onnx_models.manifest import CombinerWeights, Tree, TreeEnsemble
+from onnx_models.manifest import CombinerWeights, LinearModel, Tree, TreeEnsemble
 
 if TYPE_CHECKING:
     from middleware.pipeline.verifiers import HybridVerifier
@@ -139,10 +146,59 @@ LEARNING_RATE = 0.05
 deeper or longer ensembles on the fitting rows and keep the manifest small."""
 
 
+LINEAR_FAMILIES: dict[str, tuple[str, ...]] = {
+    "nli": NLI_FEATURES,
+    "nli+lexical": NLI_FEATURES + LEXICAL_FEATURES,
+    "nli+lexical+slots": NLI_FEATURES + LEXICAL_FEATURES + SLOT_FEATURES,
+    "fixed": FEATURES,
+}
+"""The feature families the linear P(attributable) may read (``fixed``: every fixed feature,
+lengths included; the rules' findings are left to the contradiction model)."""
+STRENGTHS = (0.01, 0.03, 0.1, 0.3)
+"""Inverse L2 strengths (scikit-learn's ``C``, on standardised features) tried by ``select_linear``."""
+
+
+@dataclass(frozen=True)
+class LinearChoice:
+    """Which features the linear P(attributable) reads (a family of ``LINEAR_FAMILIES``, by
+    name) and how strongly it is regularised."""
+
+    family: str
+    features: tuple[str, ...]
+    strength: float
+
+
+class _Linear:
+    """A logistic regression on standardised columns of the full feature matrix."""
+
+    def __init__(self, names: Sequence[str], family: Sequence[str], strength: float) -> None:
+        self.columns = [i for i, n in enumerate(names) if n in set(family)]
+        self.names = [names[i] for i in self.columns]
+        self.strength = strength
+
+    def fit(self, x: np.ndarray, y: np.ndarray, weights: np.ndarray) -> _Linear:
+        from sklearn.linear_model import LogisticRegression
+
+        cols = x[:, self.columns]
+        self.mean, self.scale = cols.mean(axis=0), cols.std(axis=0)
+        self.scale[self.scale == 0] = 1.0
+        self.model = LogisticRegression(C=self.strength, max_iter=5000).fit((cols - self.mean) / self.scale, y, sample_weight=weights)
+        return self
+
+    def predict_proba(self, x: np.ndarray) -> np.ndarray:
+        return self.model.predict_proba((x[:, self.columns] - self.mean) / self.scale)
+
+    def as_weights(self) -> LinearModel:
+        """The standardisation folded into the coefficients: one number per raw feature."""
+        coef = self.model.coef_[0] / self.scale
+        intercept = float(self.model.intercept_[0] - (coef * self.mean).sum())
+        return LinearModel(intercept=round(intercept, 8), coefficients={n: round(float(c), 8) for n, c in zip(self.names, coef, strict=True)})
+
+
 @dataclass
 class Fitted:
     names: list[str]
-    attributable: Any  # sklearn GradientBoostingClassifier
+    attributable: Any  # _Linear, or sklearn GradientBoostingClassifier
     contradictory: Any | None
 
     def p_attributable(self, x: np.ndarray) -> np.ndarray:
@@ -184,11 +240,19 @@ def contradiction_rows(rows: Sequence[Row]) -> np.ndarray:
     return np.asarray([r.split == "train" and (r.dataset not in BATTERY_SETS or r.gold == "attributable") for r in rows])
 
 
-def fit(rows: Sequence[Row], names: Sequence[str]) -> Fitted:
-    """Both ensembles on ``rows`` (fitting rows only; the caller leaves test rows out)."""
+def _attributable(rows: Sequence[Row], x: np.ndarray, names: Sequence[str], linear: LinearChoice | None) -> Any:
+    gold = np.asarray([r.gold == "attributable" for r in rows])
+    weights = _sample_weights(rows, gold)
+    if linear is None:
+        return _boosted(x, gold, weights)
+    return _Linear(names, linear.features, linear.strength).fit(x, gold, weights)
+
+
+def fit(rows: Sequence[Row], names: Sequence[str], linear: LinearChoice | None = None) -> Fitted:
+    """Both models on ``rows`` (fitting rows only; the caller leaves test rows out):
+    P(attributable) linear where ``linear`` says how, else boosted trees."""
     x = matrix(rows, names)
-    gold_a = np.asarray([r.gold == "attributable" for r in rows])
-    attributable = _boosted(x, gold_a, _sample_weights(rows, gold_a))
+    attributable = _attributable(rows, x, names, linear)
     three_way = contradiction_rows(rows)
     gold_c = np.asarray([r.gold == "contradictory" for r in rows])
     contradictory = None  # no three-way rows with both classes (a fold without them): never contradictory
@@ -239,7 +303,9 @@ def most_precise_threshold(gold: np.ndarray, p: np.ndarray, min_recall: float = 
     return float(p[order][best]), float(precision[best])
 
 
-def out_of_fold(rows: Sequence[Row], names: Sequence[str], folds: int = 5, seed: int = 13) -> tuple[np.ndarray, np.ndarray]:
+def out_of_fold(
+    rows: Sequence[Row], names: Sequence[str], linear: LinearChoice | None = None, folds: int = 5, seed: int = 13
+) -> tuple[np.ndarray, np.ndarray]:
     """P(attributable) and P(contradictory) of every row from a fit that did not see its group."""
     groups = sorted({r.group for r in rows})
     random.Random(seed).shuffle(groups)
@@ -248,14 +314,14 @@ def out_of_fold(rows: Sequence[Row], names: Sequence[str], folds: int = 5, seed:
     p_a, p_c = np.zeros(len(rows)), np.zeros(len(rows))
     for k in range(folds):
         held = np.asarray([fold_of[r.group] == k for r in rows])
-        model = fit([r for r, h in zip(rows, held, strict=True) if not h], names)
+        model = fit([r for r, h in zip(rows, held, strict=True) if not h], names, linear)
         p_a[held], p_c[held] = model.p_attributable(x[held]), model.p_contradictory(x[held])
     return p_a, p_c
 
 
-def thresholds(rows: Sequence[Row], names: Sequence[str]) -> dict[str, float]:
+def thresholds(rows: Sequence[Row], names: Sequence[str], linear: LinearChoice | None = None) -> dict[str, float]:
     """The three cut-offs, on out-of-fold predictions of the fitting rows."""
-    p_a, p_c = out_of_fold(rows, names)
+    p_a, p_c = out_of_fold(rows, names, linear)
     gold_a = np.asarray([r.gold == "attributable" for r in rows])
     three_way = contradiction_rows(rows)
     gold_c = np.asarray([r.gold == "contradictory" for r in rows])
@@ -298,9 +364,10 @@ def _ensemble(model: Any, names: Sequence[str]) -> TreeEnsemble:
 def to_weights(model: Fitted, cuts: dict[str, float], fitted_on: str, metrics: dict[str, float]) -> CombinerWeights:
     if model.contradictory is None:
         raise ValueError("no contradictions among the fitting rows: the combiner needs three-way pairs")
+    linear = isinstance(model.attributable, _Linear)
     return CombinerWeights(
         features=list(model.names),
-        attributable=_ensemble(model.attributable, model.names),
+        attributable=model.attributable.as_weights() if linear else _ensemble(model.attributable, model.names),
         contradictory=_ensemble(model.contradictory, model.names),
         attributable_threshold=round(cuts["attributable"], 4),
         contradictory_threshold=round(cuts["contradictory"], 4),
@@ -310,7 +377,9 @@ def to_weights(model: Fitted, cuts: dict[str, float], fitted_on: str, metrics: d
     )
 
 
-def leave_one_out(rows: Sequence[Row], names: Sequence[str]) -> dict[str, dict[str, float]]:
+def leave_one_out(
+    rows: Sequence[Row], names: Sequence[str], linear: LinearChoice | None = None
+) -> dict[str, dict[str, float]]:
     """For each fitting set: fit on the others' fitting rows (threshold on their out-of-fold
     predictions), score the left-out set's held-out rows (the battery's test rows; an NLI
     source's dev pairs), beside the hand cut-offs and word overlap on the same rows."""
@@ -321,8 +390,8 @@ def leave_one_out(rows: Sequence[Row], names: Sequence[str]) -> dict[str, dict[s
         held = [r for r in rows if r.dataset == name and (r.split == "test" or name not in BATTERY_SETS)]
         if not held or not train:
             continue
-        model = fit(train, names)
-        p_train, _ = out_of_fold(train, names)
+        model = fit(train, names, linear)
+        p_train, _ = out_of_fold(train, names, linear)
         cut = best_threshold(train, p_train)
         p = model.p_attributable(matrix(held, names))
         gold = [r.gold == "attributable" for r in held]
@@ -334,3 +403,43 @@ def leave_one_out(rows: Sequence[Row], names: Sequence[str]) -> dict[str, dict[s
             "threshold": round(cut, 3),
         }
     return out
+
+
+def _linear_folds(fitting: Sequence[Row], x: np.ndarray, names: Sequence[str], choice: LinearChoice) -> dict[str, tuple[float, float]]:
+    """Each set left out in turn: the linear fit's and the hand cut-offs' balanced accuracy
+    on its fitting rows (P(attributable) at 0.5: the class-balanced weights put the balance
+    point there)."""
+    gold = np.asarray([r.gold == "attributable" for r in fitting])
+    folds = {}
+    for name in sorted({r.dataset for r in fitting}):
+        held = np.asarray([r.dataset == name for r in fitting])
+        train = [r for r, h in zip(fitting, held, strict=True) if not h]
+        p = _attributable(train, x[~held], names, choice).predict_proba(x[held])[:, 1]
+        hand = [r.hand == "attributable" for r, h in zip(fitting, held, strict=True) if h]
+        folds[name] = (100 * balanced_accuracy(list(gold[held]), list(p >= 0.5)), 100 * balanced_accuracy(list(gold[held]), hand))
+    return folds
+
+
+def select_linear(
+    rows: Sequence[Row], names: Sequence[str], families: dict[str, tuple[str, ...]] | None = None
+) -> tuple[LinearChoice, list[dict[str, Any]]]:
+    """The linear P(attributable)'s family and strength, by leave one dataset out over the
+    fitting rows alone (never a test row; ``_linear_folds``). The choice wins the most folds
+    against the hand cut-offs, then has the highest mean balanced accuracy on the left-out
+    battery sets (third-party LLM text, what the product checks). Returns the choice and
+    every candidate's row."""
+    fitting = [r for r in rows if r.split != "test"]
+    x = matrix(fitting, names)
+    families = families or LINEAR_FAMILIES
+    choices = [LinearChoice(family, features, strength) for family, features in families.items() for strength in STRENGTHS]
+    table: list[dict[str, Any]] = []
+    for choice in choices:
+        folds = _linear_folds(fitting, x, names, choice)
+        battery = [c for name, (c, _) in folds.items() if name in BATTERY_SETS]
+        table.append({
+            "family": choice.family, "strength": choice.strength, "wins": sum(c > h for c, h in folds.values()),
+            "battery_mean": round(float(np.mean(battery)), 1) if battery else 0.0,
+            "folds": {name: round(c, 1) for name, (c, _) in folds.items()},
+        })  # fmt: skip
+    best = max(range(len(table)), key=lambda i: (table[i]["wins"], table[i]["battery_mean"]))
+    return choices[best], table

@@ -460,6 +460,13 @@ def fit_combiner(
     ),
     reuse: Annotated[bool, typer.Option(help="read the features from --rows-file instead of computing them")] = False,
     write: Annotated[bool, typer.Option(help="store the combiner in the model's manifest")] = True,
+    attributable: Annotated[
+        str,
+        typer.Option(
+            help="P(attributable) as 'linear' (logistic regression, its features and strength chosen by leave one "
+            "dataset out over the fitting rows) or 'trees' (gradient-boosted, as the contradiction model)"
+        ),
+    ] = "linear",
     threads: int = 2,
 ) -> None:
     """Fit the hybrid verifier's learned decision on the battery's train rows and the NLI
@@ -486,22 +493,27 @@ def fit_combiner(
         rows = asyncio.run(cb.collect(verifier, items))
         rows_file.parent.mkdir(parents=True, exist_ok=True)
         cb.write_rows(rows, rows_file)
+    if attributable not in ("linear", "trees"):
+        raise typer.BadParameter(f"--attributable is 'linear' or 'trees', not {attributable!r}")
     fitting = [r for r in rows if r.split != "test"]
     names = cb.feature_names(fitting)
-    cuts = cb.thresholds(fitting, names)
-    folds = cb.leave_one_out(rows, names)
+    linear, candidates = cb.select_linear(fitting, names) if attributable == "linear" else (None, [])
+    cuts = cb.thresholds(fitting, names, linear)
+    folds = cb.leave_one_out(rows, names, linear)
     counts = {name: sum(r.dataset == name for r in fitting) for name in sorted({r.dataset for r in fitting})}
     fitted_on = (
         f"battery train rows ({per_set or 'all'} a set) and nli-train-v2 pairs of the verifier's held-out dev split: "
         + ", ".join(f"{k} {v}" for k, v in counts.items())
+        + (f"; P(attributable) linear over '{linear.family}', C={linear.strength}" if linear else "")
     )
     metrics = {k: v for k, v in cuts.items() if k.startswith("oof_")} | {
         f"lodo_{name}_{k}": v for name, fold in folds.items() for k, v in fold.items() if k in ("combiner", "hand")
     }
-    weights = cb.to_weights(cb.fit(fitting, names), cuts, fitted_on, metrics)
+    weights = cb.to_weights(cb.fit(fitting, names, linear), cuts, fitted_on, metrics)
     if write:
         manifest = read_manifest(model)
         assert manifest.decision is not None, "calibrate the model first (factcheck calibrate-verifier)"
         manifest.decision.combiner = weights
         manifest.write(model)
-    typer.echo(json.dumps({"thresholds": cuts, "leave_one_dataset_out": folds, "fitted_on": fitted_on}, indent=2))
+    report = {"thresholds": cuts, "leave_one_dataset_out": folds, "fitted_on": fitted_on, "linear_candidates": candidates}
+    typer.echo(json.dumps(report, indent=2))

@@ -1,6 +1,6 @@
-"""The hybrid verifier's learned decision at run time: two small gradient-boosted tree
-ensembles stored as numbers in the NLI model's manifest (``decision.combiner``), walked with
-plain Python (no scikit-learn at run time). Fitted by ``factcheck fit-combiner``
+"""The hybrid verifier's learned decision at run time: two small calibrated models (a logistic
+regression or a gradient-boosted tree ensemble each) stored as numbers in the NLI model's
+manifest (``decision.combiner``), evaluated with plain Python (no scikit-learn at run time). Fitted by ``factcheck fit-combiner``
 (``middleware.training.combiner``)."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from onnx_models.manifest import CombinerWeights, Tree, TreeEnsemble
+from onnx_models.manifest import CombinerWeights, LinearModel, Tree, TreeEnsemble
 
 
 def _sigmoid(z: float) -> float:
@@ -25,9 +25,12 @@ def _leaf(tree: Tree, features: Mapping[str, float]) -> float:
     return tree.value[node]
 
 
-def probability(ensemble: TreeEnsemble, features: Mapping[str, float]) -> float:
-    """sigmoid(init + the leaves the reading reaches); a missing feature reads 0."""
-    return _sigmoid(ensemble.init + sum(_leaf(tree, features) for tree in ensemble.trees))
+def probability(model: LinearModel | TreeEnsemble, features: Mapping[str, float]) -> float:
+    """sigmoid(intercept + the weighted readings), or sigmoid(init + the leaves the reading
+    reaches); a missing feature reads 0."""
+    if isinstance(model, LinearModel):
+        return _sigmoid(model.intercept + sum(w * features.get(name, 0.0) for name, w in model.coefficients.items()))
+    return _sigmoid(model.init + sum(_leaf(tree, features) for tree in model.trees))
 
 
 class Combiner:

@@ -28,8 +28,8 @@ from dataclasses import dataclass
 from spacy.lang.en.stop_words import STOP_WORDS
 from spacy.tokens import Token
 
-from middleware.pipeline.alignment import Aligned, Aligner, split_passages
 from middleware.evidence.lexical import stem, term_recall, terms
+from middleware.pipeline.alignment import Aligned, Aligner, split_passages
 from middleware.pipeline.lexicon import ANAPHORS, NAME_WORD
 from middleware.pipeline.names import mentions, names_match
 from middleware.pipeline.slots import (
@@ -40,6 +40,7 @@ from middleware.pipeline.slots import (
     analyse_many,
     clause_subject,
     clause_subject_token,
+    named_subject,
     participants,
     role_similarity,
     slots_agree,
@@ -669,7 +670,7 @@ def _stated_of_another(slot: Slot, claim: Analysis, line: _Line) -> bool:
     say that Darwin studied at Trinity College."""
     if slot.kind != "entity" or slot.role.dep in _SUBJECT_DEPS:
         return False
-    ours = _named_subject(claim)
+    ours = named_subject(claim)
     if ours is None:
         return False
     evidence = line.analysis
@@ -708,7 +709,7 @@ def _said_of_subject(claim: Analysis, evidence: Analysis, slot: Slot) -> bool:
         subject = _antecedent(subject.head.head)  # 'a major river that flows': the river
     if subject is None or subject.tag_ == "PRP":
         return True
-    ours = _named_subject(claim)
+    ours = named_subject(claim)
     words = evidence.doc[subject.left_edge.i : subject.right_edge.i + 1].text  # a name the NER missed too
     return ours is not None and names_match(ours.text, words)
 
@@ -722,20 +723,11 @@ def _antecedent(noun: Token) -> Token:
     return noun.head if noun.dep_ == "appos" else noun
 
 
-def _named_subject(claim: Analysis) -> Slot | None:
-    """The subject of the claim's main verb, where it is a name ('After Newton left, Darwin
-    studied ...': Darwin)."""
-    if claim.subject is None:
-        return None
-    start, end = claim.subject
-    return next((c for c in claim.slots if c.kind == "entity" and start <= c.start and c.end <= end), None)
-
-
 def _of_subject(claim: Analysis, evidence: Analysis, slot: Slot) -> bool:
     """The evidence's ``slot`` is said of the claim's subject: its clause has no named subject
     ('He was born in Ulm'), or the claim's ('Einstein was born in Ulm'), or the claim names
     none."""
-    ours = _named_subject(claim)
+    ours = named_subject(claim)
     theirs = clause_subject(evidence, slot)
     return ours is None or theirs is None or names_match(ours.text, theirs.text)
 

@@ -385,6 +385,25 @@ async def test_a_value_from_a_sentence_about_something_else_is_not_put_in() -> N
     assert about_the_claim(tower, "It is 330 metres tall.", "Eiffel Tower")
 
 
+async def test_a_value_from_a_passage_about_another_subject_is_not_put_in() -> None:
+    """'Its surface lies about 28 metres below sea level' under 'Caspian Sea' shares most words
+    of 'Machu Picchu lies about 3,430 metres above sea level' and the NLI model may find it
+    entails the edit (planted benchmark, with a linear combiner): the titled passage never
+    names the sentence's subject, so no value of it goes in."""
+    caspian = "Its surface lies about 28 metres below sea level."
+    claim = "Machu Picchu lies about 3,430 metres above sea level."
+    result = _swap_from(claim, "3,430", "28", caspian, "caspian")
+    other = [Passage(id="caspian", title="Caspian Sea", text=f"The Caspian Sea is a lake. {caspian}",
+                     provider="index", source="caspian-sea.md")]  # fmt: skip
+    revision = await _gate(_entails("28 metres")).review(result, other)
+    assert revision.status == "flagged" and "never names 'Machu Picchu'" in revision.reason
+    # under a title naming it, or with no title (a pronoun may be its subject), this check passes
+    for title in ("Machu Picchu", None):
+        same = [other[0].model_copy(update={"title": title, "text": caspian})]
+        revision = await _gate(_entails("28 metres")).review(result, same)
+        assert "never names" not in (revision.reason or "")
+
+
 def test_a_sentence_supporting_a_value_must_be_about_the_claim() -> None:
     """'In 1859 he married Marie' does not state the 1859 of 'born in Paris in 1859'; a
     sentence about the birth does."""

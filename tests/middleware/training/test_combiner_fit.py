@@ -86,3 +86,38 @@ def test_sample_weights_balance_sets_and_classes(value: bool) -> None:
     for name in {r.dataset for r in rows}:
         index = np.asarray([r.dataset == name for r in rows])
         assert weights[index & positive].sum() == pytest.approx(weights[index & ~positive].sum())
+
+
+def test_linear_weights_round_trip_into_the_run_time_combiner() -> None:
+    rows = [r for r in _rows() if r.split != "test"]
+    names = ["signal", "contra", "noise"]
+    choice = cb.LinearChoice("signal only", ("signal",), 0.1)
+    model = cb.fit(rows, names, choice)
+    weights = cb.to_weights(model, {"attributable": 0.5, "contradictory": 0.8, "edit": 0.9}, "synthetic", {})
+    assert set(weights.attributable.coefficients) == {"signal"}  # type: ignore[union-attr]
+    combiner = Combiner(weights)
+    expected = model.p_attributable(cb.matrix(rows[:20], names))
+    got = [combiner.p_attributable(r.features) for r in rows[:20]]
+    assert np.allclose(got, expected, atol=1e-6)
+    assert weights.attributable.coefficients["signal"] > 0  # type: ignore[union-attr]
+
+
+def test_select_linear_prefers_the_family_that_holds_across_sets() -> None:
+    rows = _rows(360)
+    names = ["signal", "contra", "noise"]
+    families = {"noise": ("noise",), "signal": ("signal",), "both": ("signal", "noise")}
+    choice, table = cb.select_linear(rows, names, families)
+    assert choice.family in ("signal", "both") and choice.features == families[choice.family]
+    assert len(table) == len(families) * len(cb.STRENGTHS)
+    noise = [row for row in table if row["family"] == "noise"]
+    assert all(row["wins"] <= min(r["wins"] for r in table if r["family"] == "signal") for row in noise)
+    assert all(abs(v - 50) < 15 for row in noise for v in row["folds"].values())
+
+
+def test_linear_leave_one_out_and_thresholds() -> None:
+    rows = _rows()
+    names = ["signal", "contra", "noise"]
+    choice = cb.LinearChoice("signal", ("signal",), 0.1)
+    cuts = cb.thresholds([r for r in rows if r.split != "test"], names, choice)
+    assert 0.0 < cuts["attributable"] < 1.0 and cuts["oof_mean_balanced_accuracy"] > 80
+    assert all(f["combiner"] > 75 for f in cb.leave_one_out(rows, names, choice).values())

@@ -14,7 +14,7 @@ from middleware.pipeline.verifiers.combiner import Combiner
 from middleware.pipeline.verifiers.features import FEATURES
 from middleware.pipeline.verifiers.slots_verifier import RULES
 from middleware.settings import load_settings
-from onnx_models.manifest import CombinerWeights, Tree, TreeEnsemble
+from onnx_models.manifest import CombinerWeights, LinearModel, Tree, TreeEnsemble
 from tests.support.pipeline_doubles import HashingEmbedder, RulePairScorer
 
 TOWER = "The Eiffel Tower is 330 metres tall and was completed in 1889."
@@ -42,6 +42,17 @@ def test_combiner_walks_its_trees() -> None:
     assert combiner.p_contradictory({"a": 2.0}) == pytest.approx(1 / (1 + math.exp(-2.0)))
     # a feature the reading lacks reads 0 (a rule that did not fire)
     assert combiner.p_attributable({}) == pytest.approx(1 / (1 + math.exp(-(-1.0 + 0.5))))
+
+
+def test_combiner_weighs_a_linear_model() -> None:
+    weights = _weights([], [_stump("a", 1.0, 0.0, 3.0)]).model_copy(
+        update={"attributable": LinearModel(intercept=-0.5, coefficients={"a": 2.0, "b": -1.0})}
+    )
+    combiner = Combiner(weights)
+    assert combiner.p_attributable({"a": 1.0, "b": 0.5}) == pytest.approx(1 / (1 + math.exp(-(-0.5 + 2.0 - 0.5))))
+    assert combiner.p_attributable({}) == pytest.approx(1 / (1 + math.exp(0.5)))  # a missing feature reads 0
+    # the manifest reads both kinds back
+    assert CombinerWeights.model_validate(weights.model_dump()).attributable == weights.attributable
 
 
 def _hybrid(combiner: Combiner | None, probs: list[float]) -> HybridVerifier:
