@@ -9,13 +9,14 @@ import pytest
 
 from middleware.pipeline.verifiers import HybridVerifier, NLIVerifier, SlotsVerifier
 from middleware.pipeline.verifiers.base import DetailedVerdict, Mismatch
+from middleware.render import corrections_text
 from middleware.revise.base import EditResult
 from middleware.revise.factory import build_gate
 from middleware.revise.gate import RECHECK_RULES, EditGate, GatePolicy
 from middleware.revise.gate_rules import CHANGE_RULES, GATE_RULES, PROPOSAL_RULES, Change, form_refusal
 from middleware.revise.guards import GuardedEditor
 from middleware.settings import Settings
-from middleware.types import Edit, Passage
+from middleware.types import Edit, Passage, Revision, SentenceReport, Verdict
 from tests.support.pipeline_doubles import RulePairScorer
 
 pytestmark = pytest.mark.timeout(120)
@@ -243,3 +244,11 @@ async def test_swapped_roles() -> None:
     assert flagged.revision is not None and flagged.revision.rule == "swapped_roles" and inner.asked == 0
     await GuardedEditor(inner, gate=_gate(_entails("x"), ("swapped_roles",))).edit(sentence, verdict, _passages())
     assert inner.asked == 1
+
+
+def test_the_printed_decision_names_the_refusing_rule() -> None:
+    revision = Revision(status="flagged", reason="the evidence names 'Harrow' for something else",
+                        rule="name_stated_elsewhere", suggested="Roger Bannister was born in Harrow.")  # fmt: skip
+    report = SentenceReport(index=0, start=0, end=35, text="Roger Bannister was born in Oxford.",
+                            verdict=Verdict(label="contradictory"), revision=revision)  # fmt: skip
+    assert "why (gate rule name_stated_elsewhere): the evidence names 'Harrow'" in corrections_text([report]).plain
