@@ -4,16 +4,18 @@ written (flagged, with the reason).
 
 An editor's revision is applied only if
 
-1. every change names one and the same evidence sentence (its slots all come from it),
-   which states enough of the claim's other words to be about it (``about_the_claim``), no
+1. every change names one and the same evidence sentence (its slots all come from it:
+   ``one_evidence_sentence``), which states enough of the claim's other words to be about
+   it (``about_the_claim``), no
    name it replaces is one the evidence passage states for something else (then the claim
    may have the wrong verb: 'born in Oxford' where he was born in Harrow and died in
-   Oxford), and each change is a well-formed value swap (``form_problem``): a number, date
+   Oxford: ``name_stated_elsewhere``), and each change is a well-formed value swap (the
+   change rules, ``gate_rules.CHANGE_RULES``): a number, date
    or name for one of its kind (other wording only with ``GatePolicy.wording``), no name
    dropped for a pronoun, no name the sentence already has elsewhere, no name the evidence
    sentence also names (that is a swapped role, not a wrong name), the resulting name as
    the evidence writes it, no 'one' before a plural noun, and the value of the claim's role
-   (``value_problem``: a shared name right by it, else the verbs);
+   (``value_of_the_role``: a shared name right by it, else the verbs);
 2. that sentence (decontextualised: a leading pronoun becomes its passage's title,
    ``evidence_premise``; read under that title, ``_titled``) contradicts the original
    sentence: the pipeline's verifier on that sentence alone finds a contradiction, or every
@@ -37,8 +39,9 @@ An editor's revision is applied only if
    earlier text, P(contradiction) below ``max_context_contradiction`` or no higher than
    for the original).
 
-Each of these refusals is a named rule (``gate_rules.GATE_RULES``, in the order above): the
-form rules are in ``gate_rules``, the re-verification rules (2-4) here (``RECHECK_RULES``).
+Each of these refusals is a named rule, registered in ``gate_rules.GATE_RULES`` in the order
+they are applied (the form and proposal rules of 1 first, in ``gate_rules``; the
+re-verification rules of 2-4 here, ``RECHECK_RULES``).
 ``disabled`` switches rules off by name (``pipeline.rules.gate_disabled``); a refused
 revision records its rule in ``Revision.rule``.
 """
