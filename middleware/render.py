@@ -59,7 +59,8 @@ def corrections_text(reports: Sequence[SentenceReport]) -> Text:
         else:
             text.append(f"#{report.index} flagged, left as written: ", style="bold red")
             text.append(f"{report.text.strip()}\n")
-            text.append(f"   why: {revision.reason}\n", style="dim")
+            rule = f" (gate rule {revision.rule})" if revision.rule else ""
+            text.append(f"   why{rule}: {revision.reason}\n", style="dim")
             if revision.suggested and revision.suggested != report.text:
                 text.append(f"   suggested, not applied: {revision.suggested.strip()}\n", style="yellow")
         if revision.evidence_sentence:

@@ -312,6 +312,13 @@ class RulesSettings(BaseModel):
         "is nil (PRUNED_RULES, docs/verdicts.md), under the hand cut-offs none (they were tuned with every rule)",
     )
 
+    gate_disabled: list[str] = Field(
+        default_factory=list,
+        description="edit gate rules switched off by name (correct mode: the checks that refuse a revision, "
+        "GATE_RULES in middleware/revise/gate_rules.py, measured in docs/verdicts.md); a refused edit reports its "
+        "rule as revision.rule. Unknown names are an error",
+    )
+
     def disabled_for(self, learned: bool) -> frozenset[str]:
         """The rules off for a verifier that decides with the learned combiner or not."""
         if self.disabled is not None:

@@ -168,6 +168,11 @@ class Revision(_Model):
 
     status: Literal["applied", "flagged"]
     reason: str = Field(description="why the edit was or was not made")
+    rule: str | None = Field(
+        default=None,
+        description="the edit gate rule that refused the edit (pipeline.rules.gate_disabled switches it off by "
+        "this name; docs/verdicts.md lists them)",
+    )
     suggested: str | None = Field(default=None, description="the edited sentence the editor proposed")
     evidence_id: str | None = None
     evidence_sentence: str | None = Field(default=None, description="the one evidence sentence the edit comes from")

@@ -1043,7 +1043,7 @@ function receivedSection(entry) {
   const parts = [el("p", { className: "received-text", text: entry.received })];
   if (entry.outcome === "suggested") {
     parts.push(el("p", { className: "muted", text: "as written: the corrections below are suggestions only, not applied" +
-      (revision && revision.reason ? ` (${revision.reason})` : "") }));
+      (revision && revision.reason ? ` (${revision.reason}${revision.rule ? `; gate rule ${revision.rule}` : ""})` : "") }));
   }
   return section("What your client received", ...parts);
 }

@@ -61,7 +61,8 @@ def _reason(report: SentenceReport) -> str | None:
     """The verdict's reason, and in correct mode the edit decision's."""
     if report.revision is None:
         return report.verdict.reason
-    return f"{report.verdict.reason} | edit {report.revision.status}: {report.revision.reason}"
+    rule = f" by {report.revision.rule}" if report.revision.rule else ""
+    return f"{report.verdict.reason} | edit {report.revision.status}{rule}: {report.revision.reason}"
 
 
 async def check_row(runner: CheckRunner, row: dict[str, Any], mode: Mode) -> Result:

@@ -73,7 +73,7 @@ def build_gate(settings: Settings, verifier: Verifier) -> EditGate:
         else None,
     )
     slots = verifier.slots if isinstance(verifier, HybridVerifier) else verifier if isinstance(verifier, SlotsVerifier) else None
-    return EditGate(verifier, nli, policy, slots)
+    return EditGate(verifier, nli, policy, slots, disabled=settings.pipeline.rules.gate_disabled)
 
 
 def nli_available(settings: Settings) -> bool:

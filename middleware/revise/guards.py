@@ -66,9 +66,9 @@ class GuardedEditor:
             return EditResult.unchanged(sentence, reason, self.name)
         if not evidence:
             return EditResult.unchanged(sentence, "no evidence", self.name)
-        if self.gate is not None and (reason := _swapped_roles(verdict)) is not None:
+        if self.gate is not None and self.gate.enabled("swapped_roles") and (reason := swapped_roles(verdict)):
             revision = Revision(
-                status="flagged", reason=reason, evidence_id=verdict.evidence_id,
+                status="flagged", reason=reason, rule="swapped_roles", evidence_id=verdict.evidence_id,
                 evidence_sentence=verdict.evidence_sentence,
             )  # fmt: skip
             return EditResult.flagged(sentence, revision, self.name)
@@ -84,9 +84,10 @@ class GuardedEditor:
         return replace(result, revision=revision)
 
 
-def _swapped_roles(verdict: DetailedVerdict | Verdict) -> str | None:
+def swapped_roles(verdict: DetailedVerdict | Verdict) -> str | None:
     """Participants in each other's roles are flagged, never rewritten: swapping one name
-    back leaves the other wrong, and no single value swap fixes who did what."""
+    back leaves the other wrong, and no single value swap fixes who did what (the gate rule
+    ``swapped_roles``, applied before the editor runs)."""
     if not isinstance(verdict, DetailedVerdict):
         return None
     roles = [m for m in verdict.mismatches if m.kind == "role"]

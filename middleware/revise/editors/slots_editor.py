@@ -48,8 +48,9 @@ from middleware.pipeline.slots import Slot, analyse, analyse_many, role_similari
 from middleware.pipeline.verifiers.base import DetailedVerdict, Verifier
 from middleware.revise.base import EditResult
 from middleware.revise.edits import EditBuffer, classify, tokens
-from middleware.revise.gate import EditGate, name_run, value_problem
+from middleware.revise.gate import EditGate
 from middleware.revise.guards import EditGuard
+from middleware.revise.values import name_run, value_problem
 from middleware.types import Passage, TagType, Verdict
 
 log = logging.getLogger(__name__)
@@ -283,9 +284,12 @@ class SlotsEditor:
             out += _slot_candidates(sentence, verdict, unsupported, lines)
             out += _anchor_candidates(sentence, lines)
         # a value the evidence gives to another verb than the claim's is no replacement for it
+        # (the gate's rule value_of_the_role, unless it is switched off)
+        check = self.gate is None or self.gate.enabled("value_of_the_role")
         return [
             c for c in _dedupe(sentence, out)
-            if c.evidence is None or value_problem(sentence[c.start : c.end], sentence, c.replacement, c.evidence) is None
+            if c.evidence is None or not check
+            or value_problem(sentence[c.start : c.end], sentence, c.replacement, c.evidence) is None
         ]  # fmt: skip
 
 

@@ -9,7 +9,9 @@ import pytest
 
 from middleware.pipeline.verifiers import HybridVerifier, NLIVerifier, SlotsVerifier
 from middleware.revise.base import EditResult
-from middleware.revise.gate import EditGate, GatePolicy, about_the_claim, evidence_premise, same_role, value_problem
+from middleware.revise.gate import EditGate, GatePolicy, evidence_premise, same_role
+from middleware.revise.gate_rules import CHANGE_RULES, Change, first_refusal, form_refusal, speaks_of_the_claim
+from middleware.revise.values import value_problem
 from middleware.types import Edit, Passage
 from tests.support.pipeline_doubles import RulePairScorer
 
@@ -181,18 +183,14 @@ FORM_CASES = [  # sentence, old, new, evidence sentence, expected problem (subst
 
 @pytest.mark.parametrize(("sentence", "old", "new", "evidence", "problem"), FORM_CASES)
 def test_only_well_formed_value_swaps_pass(sentence: str, old: str, new: str, evidence: str, problem) -> None:
-    from middleware.revise.gate import form_problem
-
-    found = form_problem(_swap(sentence, old, new), evidence)
+    found = form_refusal(_swap(sentence, old, new), evidence)
     if problem is None:
         assert found is None
     else:
-        assert found is not None and problem in found, found
+        assert found is not None and problem in found.reason, found
 
 
 def test_two_changes_may_not_name_one_place_twice() -> None:
-    from middleware.revise.gate import form_problem
-
     sentence = "Ernest Hemingway died in Key West, Florida, on 2 July 1961."
     evidence = "Hemingway died in Ketchum, Idaho, on 2 July 1961."
     first, second = sentence.index("Key West"), sentence.index("Florida")
@@ -201,8 +199,10 @@ def test_two_changes_may_not_name_one_place_twice() -> None:
         Edit(start=second, end=second + 7, original="Florida", replacement="Ketchum", tag="entity", evidence=evidence),
     ]
     edited = "Ernest Hemingway died in Ketchum, Ketchum, on 2 July 1961."
-    problem = form_problem(EditResult(original=sentence, text=edited, edits=edits), evidence)
-    assert problem is not None and "twice" in problem
+    result = EditResult(original=sentence, text=edited, edits=edits)
+    problem = form_refusal(result, evidence)
+    assert problem is not None and "twice" in problem.reason and problem.rule == "name_twice"
+    assert form_refusal(result, evidence, frozenset({"name_twice"})) is None
 
 
 PLAIN = "She received the Nobel Prize in Chemistry in 1915."
@@ -382,7 +382,7 @@ async def test_a_value_from_a_sentence_about_something_else_is_not_put_in() -> N
     assert revision.status == "flagged" and "not about" in revision.reason
     # a sentence about it, read under its passage title, is
     tower = _swap_from("The Eiffel Tower is 300 metres tall.", "300", "330", "It is 330 metres tall.", "t")
-    assert about_the_claim(tower, "It is 330 metres tall.", "Eiffel Tower")
+    assert speaks_of_the_claim(tower, "It is 330 metres tall.", "Eiffel Tower")
 
 
 async def test_a_value_from_a_passage_about_another_subject_is_not_put_in() -> None:
@@ -396,7 +396,7 @@ async def test_a_value_from_a_passage_about_another_subject_is_not_put_in() -> N
     other = [Passage(id="caspian", title="Caspian Sea", text=f"The Caspian Sea is a lake. {caspian}",
                      provider="index", source="caspian-sea.md")]  # fmt: skip
     revision = await _gate(_entails("28 metres")).review(result, other)
-    assert revision.status == "flagged" and "never names 'Machu Picchu'" in revision.reason
+    assert revision.status == "flagged" and "never names 'Machu Picchu'" in revision.reason and revision.rule == "subject_named"
     # under a title naming it, or with no title (a pronoun may be its subject), this check passes
     for title in ("Machu Picchu", None):
         same = [other[0].model_copy(update={"title": title, "text": caspian})]
@@ -448,7 +448,8 @@ def _edit_of(sentence: str, old: str, new: str) -> Edit:
     ],
 )  # fmt: skip
 def test_kind_problem(sentence: str, old: str, new: str, evidence: str, problem: str | None) -> None:
-    from middleware.revise.gate import kind_problem
-
-    found = kind_problem(sentence, _edit_of(sentence, old, new), evidence)
-    assert (found is None) if problem is None else (found is not None and problem in found)
+    edit = _edit_of(sentence, old, new)
+    change = Change(sentence, sentence[: edit.start] + new + sentence[edit.end :], edit, evidence)
+    kind_rules = {name: CHANGE_RULES[name] for name in ("whole_value", "same_kind")}
+    found = first_refusal(kind_rules, change, frozenset())
+    assert (found is None) if problem is None else (found is not None and problem in found.reason)

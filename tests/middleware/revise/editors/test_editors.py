@@ -260,6 +260,9 @@ class RefusingGate:
     def __init__(self) -> None:
         self.reviewed: list[str] = []
 
+    def enabled(self, rule: str) -> bool:
+        return True
+
     async def review(self, result, evidence, context=None) -> Revision:  # noqa: ANN001
         self.reviewed.append(result.text)
         return Revision(status="flagged", reason=f"refused {result.text}", suggested=result.text,
@@ -328,6 +331,9 @@ class OnlyGate:
     def __init__(self, accepted: str) -> None:
         self.accepted = accepted
         self.reviewed: list[str | None] = []
+
+    def enabled(self, rule: str) -> bool:
+        return True
 
     async def review(self, result, evidence, context=None) -> Revision:  # noqa: ANN001
         grounding = result.edits[0].evidence
