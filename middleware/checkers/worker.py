@@ -1,7 +1,8 @@
 """A check worker process (``python -m middleware.checkers.worker``, started by
 ``pool.CheckWorker``): it reads its settings from its stdin, builds the configured checker
 once (its models loaded once, in this process), lowers its own scheduling priority
-(``check.worker_nice``) so the relay, which mostly sleeps, is served first on a small machine,
+(``check.worker_nice``, ``check.worker_idle``) so the relay, which mostly sleeps, is served
+first on a small machine,
 and then serves the relay's requests on its own event loop: it opens and closes the
 requests' checks (``RequestChecks``, the request's shared state, built once here) and runs
 their sentence checks and summaries, each answered by its request id. Its stdout is the
@@ -87,6 +88,25 @@ class Worker:
             self._close(request)
 
 
+def lower_priority(nice: int, idle: bool) -> None:
+    """Every thread of this process niced by ``nice`` and, with ``idle`` (Linux), under
+    ``SCHED_IDLE``; threads started later inherit both. Each thread is set: on Linux a
+    priority belongs to a thread, and the imports have already started some (numpy's BLAS
+    pool among them) that ``os.nice`` alone left at the relay's priority."""
+    try:
+        threads = [int(tid) for tid in os.listdir("/proc/self/task")]
+    except OSError:  # no /proc: the process's priority is all there is to set
+        os.nice(nice)
+        return
+    for tid in threads:
+        try:
+            os.setpriority(os.PRIO_PROCESS, tid, min(19, os.getpriority(os.PRIO_PROCESS, tid) + nice))
+            if idle and hasattr(os, "SCHED_IDLE"):
+                os.sched_setscheduler(tid, os.SCHED_IDLE, os.sched_param(0))
+        except ProcessLookupError:  # the thread ended meanwhile
+            continue
+
+
 def _result(call: int, ok: bool, value: Any) -> bytes:
     """The answer to ``call``; an exception that does not pickle goes as a RuntimeError of its name."""
     try:
@@ -105,7 +125,7 @@ async def serve(channel: int) -> None:
     settings: Settings = await read_message(reader)
     logging.basicConfig(level=settings.log_level, stream=sys.stderr,
                         format=f"%(asctime)s check-worker[{os.getpid()}] %(levelname)s %(name)s: %(message)s")
-    os.nice(settings.check.worker_nice)
+    lower_priority(settings.check.worker_nice, settings.check.worker_idle)
     checker = build_checker(settings.model_copy(update={"check": settings.check.model_copy(update={"workers": 0})}))
     writer.write(frame(("ready", os.getpid())))
     worker = Worker(checker, writer)

@@ -44,7 +44,21 @@ async def test_requests_are_pinned_to_the_least_busy_worker_which_runs_niced():
         assert [w.requests for w in pool.workers] == [0, 0]
         for worker in pool.workers:
             assert worker.pid is not None and worker.pid != os.getpid()
-            assert os.getpriority(os.PRIO_PROCESS, worker.pid) == min(19, os.getpriority(os.PRIO_PROCESS, 0) + 10)
+            threads = [int(tid) for tid in os.listdir(f"/proc/{worker.pid}/task")]
+            assert len(threads) > 1  # the imports' threads too: each is set, not only the main one
+            for tid in threads:
+                assert os.getpriority(os.PRIO_PROCESS, tid) == min(19, os.getpriority(os.PRIO_PROCESS, 0) + 10)
+                assert os.sched_getscheduler(tid) == os.SCHED_IDLE
+    finally:
+        await pool.close()
+
+
+async def test_without_worker_idle_the_workers_keep_the_normal_policy():
+    pool, _ = await started_pool(1, **{"check.worker_idle": False})
+    try:
+        pid = pool.workers[0].pid
+        assert pid is not None
+        assert all(os.sched_getscheduler(int(tid)) == os.SCHED_OTHER for tid in os.listdir(f"/proc/{pid}/task"))
     finally:
         await pool.close()
 
