@@ -18,7 +18,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from middleware.checkers.channel import frame, read_message
+from middleware.checkers.channel import Outbox, read_message
 from middleware.settings import Settings
 from middleware.types import CheckContext, Mode, Sentence, SentenceReport, StreamSummary
 
@@ -50,6 +50,7 @@ class CheckWorker:
         self._pending: dict[int, asyncio.Future[Any]] = {}
         self._reader: asyncio.Task[None] | None = None
         self._stopping = False
+        self._outbox = Outbox(self._write)
 
     @property
     def alive(self) -> bool:
@@ -72,7 +73,12 @@ class CheckWorker:
     def send(self, message: Any) -> None:
         if self._process is None or self._process.stdin is None or self._process.stdin.is_closing():
             raise WorkerGone(f"check worker {self.index} is not running")
-        self._process.stdin.write(frame(message))
+        self._outbox.put(message)
+
+    def _write(self, data: bytes) -> None:
+        stdin = self._process.stdin if self._process is not None else None
+        if stdin is not None and not stdin.is_closing():  # else it is gone: its reader fails its calls
+            stdin.write(data)
 
     async def call(self, message: Callable[[int], tuple[Any, ...]]) -> Any:
         """Send ``message(call id)`` and wait for its answer; cancelled, the worker is told to
@@ -119,6 +125,7 @@ class CheckWorker:
         if process is None:
             return
         self._stopping = True
+        self._outbox.flush()
         if process.stdin is not None:
             process.stdin.close()  # the worker ends when its input does
         try:

@@ -16,7 +16,7 @@ import os
 import sys
 from typing import Any
 
-from middleware.checkers.channel import frame, read_message
+from middleware.checkers.channel import Outbox, frame, read_message
 from middleware.composition import build_checker
 from middleware.interfaces import Checker, RequestChecks
 from middleware.server import eventloop
@@ -30,7 +30,7 @@ class Worker:
 
     def __init__(self, checker: Checker, writer: asyncio.StreamWriter) -> None:
         self.checker = checker
-        self.writer = writer
+        self.outbox = Outbox(writer.write)
         self.requests: dict[int, RequestChecks] = {}
         self.answers: dict[int, asyncio.Future[str | None]] = {}
         self.running: dict[int, asyncio.Task[Any]] = {}
@@ -79,7 +79,7 @@ class Worker:
         if task.cancelled():  # the relay cancelled it: nobody waits for an answer
             return
         error = task.exception()
-        self.writer.write(_result(call, error is None, task.result() if error is None else error))
+        self.outbox.put_frame(_result(call, error is None, task.result() if error is None else error))
 
     def close_all(self) -> None:
         for task in self.running.values():
