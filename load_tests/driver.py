@@ -239,8 +239,9 @@ def start_proxy(upstream_port: int, checker: str = "none", extra_env: dict[str, 
         command = [sys.executable, str(LOOP_LAG), *serve]
     root = code if code is not None else Path(__file__).resolve().parent.parent
     env["PYTHONPATH"] = os.pathsep.join([str(root), *filter(None, [os.environ.get("PYTHONPATH")])])
+    # run in the checkout: a check worker (``python -m``) imports from its working directory first
     return Process(command, port, env, name="factcheck-proxy", startup_timeout=startup_timeout,
-                   ready_text="factcheck proxy listening")
+                   ready_text="factcheck proxy listening", cwd=root)
 
 
 @dataclass
