@@ -91,8 +91,8 @@ class Worker:
 def lower_priority(nice: int, idle: bool) -> None:
     """Every thread of this process niced by ``nice`` and, with ``idle`` (Linux), under
     ``SCHED_IDLE``; threads started later inherit both. Each thread is set: on Linux a
-    priority belongs to a thread, and the imports have already started some (numpy's BLAS
-    pool among them) that ``os.nice`` alone left at the relay's priority."""
+    priority belongs to a thread, and the imports have already started some (one of a
+    pipeline worker's six threads) that ``os.nice`` alone left at the relay's priority."""
     try:
         threads = [int(tid) for tid in os.listdir("/proc/self/task")]
     except OSError:  # no /proc: the process's priority is all there is to set
