@@ -104,6 +104,10 @@ class RunSummary:
     """Checks shed: ``unverified (overload)`` reports."""
     timed_out: int = 0
     """Checks that ran out of budget: ``unverified (timeout)`` reports."""
+    main_cpu_ms_per_stream: float | None = None
+    """CPU time of the target's main process (the relay, without its check workers) per
+    stream: what the relay spends on a stream, which CPU contention from other processes
+    does not change the way it changes the latencies."""
 
 
 def free_port() -> int:
@@ -186,9 +190,10 @@ class Process:
                 pass
         self.peak_rss = max(self.peak_rss, rss)
 
-    def cpu_seconds(self) -> float:
+    def cpu_seconds(self, main_only: bool = False) -> float:
+        """CPU seconds of the process and its children (``main_only``: the process alone)."""
         total = 0.0
-        for process in self._processes():
+        for process in self._processes()[:1] if main_only else self._processes():
             try:
                 times = process.cpu_times()
                 total += times.user + times.system
@@ -234,8 +239,9 @@ def start_proxy(upstream_port: int, checker: str = "none", extra_env: dict[str, 
         command = [sys.executable, str(LOOP_LAG), *serve]
     root = code if code is not None else Path(__file__).resolve().parent.parent
     env["PYTHONPATH"] = os.pathsep.join([str(root), *filter(None, [os.environ.get("PYTHONPATH")])])
+    # run in the checkout: a check worker (``python -m``) imports from its working directory first
     return Process(command, port, env, name="factcheck-proxy", startup_timeout=startup_timeout,
-                   ready_text="factcheck proxy listening")
+                   ready_text="factcheck proxy listening", cwd=root)
 
 
 @dataclass
@@ -312,9 +318,9 @@ class Load:
     """Workers start at random offsets within this many seconds."""
 
 
-async def run_load(target: Target, load: Load) -> tuple[list[StreamResult], float, float | None, float]:
+async def run_load(target: Target, load: Load) -> tuple[list[StreamResult], float, float | None, float, float | None]:
     """Run ``load`` against ``target``: results, elapsed seconds, target CPU % and driver
-    CPU %, each of one core."""
+    CPU %, each of one core, and the CPU seconds of the target's main process."""
     results: list[StreamResult] = []
     body = request_body(load.text)
     start = time.perf_counter()
@@ -332,6 +338,7 @@ async def run_load(target: Target, load: Load) -> tuple[list[StreamResult], floa
             await asyncio.sleep(0.25)
 
     cpu0 = process.cpu_seconds() if process else None
+    main0 = process.cpu_seconds(main_only=True) if process else None
     me = psutil.Process()
     mine0 = sum(me.cpu_times()[:2])
     connector = aiohttp.TCPConnector(limit=0)
@@ -341,7 +348,8 @@ async def run_load(target: Target, load: Load) -> tuple[list[StreamResult], floa
         sampling.cancel()
     elapsed = time.perf_counter() - start
     cpu = None if process is None or cpu0 is None else 100.0 * (process.cpu_seconds() - cpu0) / elapsed
-    return results, elapsed, cpu, 100.0 * (sum(me.cpu_times()[:2]) - mine0) / elapsed
+    main = None if process is None or main0 is None else process.cpu_seconds(main_only=True) - main0
+    return results, elapsed, cpu, 100.0 * (sum(me.cpu_times()[:2]) - mine0) / elapsed, main
 
 
 def _pct(values: list[float], q: float) -> float:
@@ -359,6 +367,7 @@ class Pool:
     elapsed: float = 0.0
     cpu: list[float] = field(default_factory=list)
     driver_cpu: list[float] = field(default_factory=list)
+    main_cpu_s: float | None = None
     peak_rss: int = 0
     lags: list[float] | None = None
 
@@ -395,15 +404,19 @@ def summarise(target: str, mode: str, streams: int, pool: Pool) -> RunSummary:
         checks_per_s=checked / pool.elapsed if verdicts and pool.elapsed else None,
         shed=verdicts.get("unverified (overload)", 0),
         timed_out=verdicts.get("unverified (timeout)", 0),
+        main_cpu_ms_per_stream=1000 * pool.main_cpu_s / len(results) if pool.main_cpu_s is not None and results
+        else None,
     )
 
 
 _COLUMNS = ("target", "mode", "streams", "requests", "errors", "mismatches", "ttft_p50_ms", "ttft_p99_ms",
             "gap_p50_ms", "gap_p99_ms", "lag_p50_ms", "lag_p99_ms", "lag_max_ms", "report_p50_ms", "report_p95_ms",
-            "checks_per_s", "shed", "timed_out", "tokens_per_s", "cpu_percent", "peak_rss_mb", "driver_cpu_percent")
+            "checks_per_s", "shed", "timed_out", "tokens_per_s", "cpu_percent", "main_cpu_ms_per_stream", "peak_rss_mb",
+            "driver_cpu_percent")
 _HEADINGS = ("target", "mode", "streams", "requests", "errors", "mismatches", "TTFT p50 ms", "TTFT p99 ms",
              "gap p50 ms", "gap p99 ms", "loop lag p50 ms", "loop lag p99 ms", "loop lag max ms", "report p50 ms",
-             "report p95 ms", "checks/s", "shed", "timed out", "tokens/s", "CPU % of a core", "peak RSS MB",
+             "report p95 ms", "checks/s", "shed", "timed out", "tokens/s", "CPU % of a core", "main process CPU ms/stream",
+             "peak RSS MB",
              "driver CPU %")
 
 
@@ -494,7 +507,7 @@ def run_all(targets: list[Target], levels: list[int], duration: float, rounds: i
                 if target.process is not None:
                     target.process.peak_rss = 0
                     target.process.loop_lag()  # a new window of lag samples
-                results, elapsed, cpu, driver_cpu = eventloop.run(
+                results, elapsed, cpu, driver_cpu, main_cpu = eventloop.run(
                     run_load(target, Load(n, duration, text, _ramp(text, token_rate, duration)))
                 )
                 pool = pools.setdefault((target.name, target.mode, n), Pool())
@@ -506,6 +519,8 @@ def run_all(targets: list[Target], levels: list[int], duration: float, rounds: i
                 if cpu is not None:
                     pool.cpu.append(cpu)
                 pool.driver_cpu.append(driver_cpu)
+                if main_cpu is not None:
+                    pool.main_cpu_s = (pool.main_cpu_s or 0.0) + main_cpu
                 if target.process is not None:
                     pool.peak_rss = max(pool.peak_rss, target.process.peak_rss)
                 print(f"  {target.name}/{target.mode} @ {n}: {len(results)} streams in {elapsed:.1f}s",

@@ -6,7 +6,12 @@ with its reason).
 A check that cannot finish inside its budget is shed (reason ``overload``) as soon as that
 is known: when it would join a queue whose expected wait exceeds what is left of its budget,
 or when it is still waiting for a slot once only one service time is left. Only a check that
-started and then ran past its budget is reported ``timeout``."""
+started and then ran past its budget is reported ``timeout``.
+
+A check shed when it is submitted costs the relay almost nothing: its report is made there
+and then (no task, nothing sent to a check worker), a finished future in place of the check's task. Under overload most sentences take this path,
+and what the relay's event loop spends on each is what stands between a token and its
+client."""
 
 from __future__ import annotations
 
@@ -185,6 +190,18 @@ class CheckRunner:
                         self.settings.sentence_budget_s, self.summary_timeouts)
 
 
+_OVERLOAD_SENTENCES = SENTENCES.labels(verdict="unverified", reason="overload")
+_CHECK_LATENCY = STAGE_LATENCY.labels(stage="check")
+
+
+def _shed_report(sentence: Sentence, waited_s: float) -> SentenceReport:
+    """A shed check's report, counted."""
+    SHED_CHECKS.inc()
+    _OVERLOAD_SENTENCES.inc()
+    _CHECK_LATENCY.observe(waited_s)
+    return unverified_report(sentence, "overload")
+
+
 class _Shed(Exception):
     """The check cannot finish inside its budget: reported ``overload`` without running."""
 
@@ -205,7 +222,7 @@ class CheckSession:
         self.context = context
         self.closed_book = closed_book
         self.budget_s = budget_s if budget_s is not None else runner.settings.sentence_budget_s
-        self.tasks: list[asyncio.Task[SentenceReport]] = []
+        self.tasks: list[asyncio.Future[SentenceReport]] = []
         self.reports: list[SentenceReport] = []
         """The reports so far, as they finished."""
         self._local = asyncio.Semaphore(runner.settings.max_checks_per_stream)
@@ -222,8 +239,15 @@ class CheckSession:
             self._checks = self.runner.checker.open(self.context, self.closed_book)
         return self._checks
 
-    def submit(self, sentence: Sentence, previous: Sequence[str]) -> asyncio.Task[SentenceReport]:
-        task = asyncio.create_task(self._run(sentence, list(previous), self.start()), name=f"check-{sentence.index}")
+    def submit(self, sentence: Sentence, previous: Sequence[str]) -> asyncio.Future[SentenceReport]:
+        """The sentence's check: a task, or, when it is shed at once (``CheckRunner.overloaded``),
+        a future that already holds its ``overload`` report."""
+        task: asyncio.Future[SentenceReport]
+        if self.runner.overloaded(self.budget_s):
+            task = asyncio.get_running_loop().create_future()
+            task.set_result(_shed_report(sentence, 0.0))
+        else:
+            task = asyncio.create_task(self._run(sentence, list(previous), self.start()), name=f"check-{sentence.index}")
         task.add_done_callback(self._record)
         self.tasks.append(task)
         return task
@@ -258,7 +282,7 @@ class CheckSession:
         if self._checks is not None:
             self._checks.close()
 
-    def _record(self, task: asyncio.Task[SentenceReport]) -> None:
+    def _record(self, task: asyncio.Future[SentenceReport]) -> None:
         """Recorded when done: correct mode's summary may precede a release."""
         if not task.cancelled() and task.exception() is None:
             self.reports.append(task.result())
@@ -268,8 +292,7 @@ class CheckSession:
         try:
             report = await self._check(sentence, previous, checks, t0 + self.budget_s)
         except _Shed:
-            SHED_CHECKS.inc()
-            report = unverified_report(sentence, "overload")
+            return _shed_report(sentence, time.perf_counter() - t0)
         except TimeoutError:
             report = unverified_report(sentence, "timeout")
         except asyncio.CancelledError:
@@ -277,7 +300,7 @@ class CheckSession:
         except Exception as exc:
             log.warning("check of sentence %d failed: %s", sentence.index, type(exc).__name__)
             report = unverified_report(sentence, f"error: {type(exc).__name__}")
-        STAGE_LATENCY.labels(stage="check").observe(time.perf_counter() - t0)
+        _CHECK_LATENCY.observe(time.perf_counter() - t0)
         SENTENCES.labels(verdict=report.verdict.label, reason=unverified_reason(report.verdict)).inc()
         for stage, ms in report.timings_ms.items():
             SENTENCE_STAGE_LATENCY.labels(stage=stage).observe(ms / 1000.0)

@@ -125,6 +125,11 @@ class CheckSettings(BaseModel):
         10, ge=0, le=19, description="workers > 0: niceness each worker adds to itself, so that on a small machine "
         "the relay is served first"
     )
+    worker_idle: bool = Field(
+        True, description="workers > 0, Linux: workers run under SCHED_IDLE, so any other process that wakes "
+        "(the relay above all) takes the CPU from a check at once; checks get the time nothing else wants "
+        "(under contention they are shed, not the relay delayed)"
+    )
     grounding_prompt: GroundingCorpus | None = Field(
         None,
         description="corpus named in the according-to instruction added to checked requests that name none "

@@ -148,7 +148,7 @@ class FactCheckCallbackHandler(AsyncCallbackHandler):
             if item.task is not None:
                 run.deliveries.append(asyncio.create_task(self._report(item.task)))
 
-    async def _report(self, check: asyncio.Task[SentenceReport]) -> SentenceReport | None:
+    async def _report(self, check: asyncio.Future[SentenceReport]) -> SentenceReport | None:
         report = await check
         self.reports.append(report)
         if self._on_report is not None:

@@ -98,7 +98,7 @@ class Held:
     """A segment of the message and, if it is a checkable sentence, its check."""
 
     segment: Segment
-    task: asyncio.Task[SentenceReport] | None = None
+    task: asyncio.Future[SentenceReport] | None = None
 
 
 class CheckedText:
@@ -231,7 +231,7 @@ class CheckedStream(Generic[T]):
                 events = self._off()
             elif self.mode is Mode.ANNOTATE:
                 self.session.start()  # while the source's first sentence is on its way
-                events = self._drain(self._annotate, _single)
+                events = self._drain(self._annotate)
             else:
                 self.session.start()
                 events = self._drain(self._correct, self._release)
@@ -276,7 +276,7 @@ class CheckedStream(Generic[T]):
         await self._close(queue, lambda event: event)
 
     def _report_when_done(self, held: list[Held], queue: asyncio.Queue[Any]) -> None:
-        def on_done(task: asyncio.Task[SentenceReport]) -> None:
+        def on_done(task: asyncio.Future[SentenceReport]) -> None:
             if not task.cancelled() and task.exception() is None:
                 queue.put_nowait(SentenceEvent(report=task.result()))
 
@@ -337,16 +337,20 @@ class CheckedStream(Generic[T]):
     # ------------------------------------------------------------------ plumbing
     async def _drain(
         self, reader: Callable[[asyncio.Queue[Any]], Coroutine[Any, Any, None]],
-        expand: Callable[[Any], AsyncIterator[StreamEvent[T]]],
+        expand: Callable[[Any], AsyncIterator[StreamEvent[T]]] | None = None,
     ) -> AsyncIterator[StreamEvent[T]]:
         """Run ``reader`` (filling a queue until it puts None) and yield what each queued
-        item expands to; stopping early cancels the reader. A reader that fails in a way it
-        did not handle still ends the stream: with ``Failed``, not a hang."""
+        item expands to (without ``expand``: the item itself, annotate mode's every token,
+        with no generator made per item); stopping early cancels the reader. A reader that
+        fails in a way it did not handle still ends the stream: with ``Failed``, not a hang."""
         queue: asyncio.Queue[Any] = asyncio.Queue()
         task = asyncio.create_task(reader(queue))
         task.add_done_callback(lambda t: self._on_reader_done(t, queue))
         try:
             while (item := await queue.get()) is not None:
+                if expand is None:
+                    yield item
+                    continue
                 async for event in expand(item):
                     yield event
         finally:
@@ -367,14 +371,10 @@ class CheckedStream(Generic[T]):
             TIME_TO_FIRST_TOKEN.labels(mode=self.mode.value).observe(self.first_content_at - self.started_at)
 
 
-async def _report_of(task: asyncio.Task[SentenceReport]) -> SentenceReport | None:
+async def _report_of(task: asyncio.Future[SentenceReport]) -> SentenceReport | None:
     """The check's report, or None when the check was cancelled or failed (its sentence then
     goes out as written). Waiting does not take on the check's cancellation."""
     await asyncio.wait([task])
     if task.cancelled() or task.exception() is not None:
         return None
     return task.result()
-
-
-async def _single(event: StreamEvent[T]) -> AsyncIterator[StreamEvent[T]]:
-    yield event

@@ -44,6 +44,7 @@ class UpstreamChunks:
         self._upstream = upstream
         self._max_event_bytes = max_event_bytes
         self.template: dict[str, Any] = {}
+        self._extension: dict[str, Any] | None = None
 
     async def items(self) -> AsyncIterator[ChunkItem]:
         async for event in self._upstream.events():
@@ -77,10 +78,15 @@ class UpstreamChunks:
         return self._chunk(ChunkChoice(delta={"content": text}))
 
     def factcheck_chunk(self, factcheck: dict[str, Any]) -> dict[str, Any]:
-        """An extension chunk: empty delta, the ``factcheck`` event (already wire-rendered)."""
+        """An extension chunk: empty delta, the ``factcheck`` event (already wire-rendered).
+        Its envelope is made once per stream, once the upstream's first chunk gave its template
+        (every sentence's report is one of these: the relay writes hundreds a second under load)."""
+        if self._extension is not None:
+            return {**self._extension, "factcheck": factcheck}
         data = self._chunk(ChunkChoice())
-        data["factcheck"] = factcheck
-        return data
+        if "created" in self.template:  # else each chunk is stamped with the time it is made
+            self._extension = data
+        return {**data, "factcheck": factcheck}
 
     def _chunk(self, choice: ChunkChoice) -> dict[str, Any]:
         base = {key: self.template[key] for key in _TEMPLATE_KEYS if key in self.template}

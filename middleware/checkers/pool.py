@@ -6,7 +6,8 @@ the request's shared state once (``Checker.open`` there) and runs its checks; th
 sends it the request's context, each sentence, the memory check's closed-book answer when
 it comes, and cancellations. Budgets, concurrency caps and load shedding stay on the relay
 (``middleware.checking``): it knows the queue. A worker that dies fails its requests' checks
-(``unverified``, reason ``error: WorkerGone``) and the next requests go to the others."""
+(``unverified``, reason ``error: WorkerGone``), the next requests go to the others, and a
+replacement is started in its place (it takes requests once its models are loaded)."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from middleware.checkers.channel import frame, read_message
+from middleware.checkers.channel import Outbox, read_message
 from middleware.settings import Settings
 from middleware.types import CheckContext, Mode, Sentence, SentenceReport, StreamSummary
 
@@ -25,6 +26,9 @@ log = logging.getLogger(__name__)
 
 WORKER_STARTUP_S = 600.0
 """How long a worker may take to load its models (and build the demo index) at start."""
+RESTART_DELAY_S = (1.0, 60.0)
+"""Wait before starting a replacement for a dead worker: the first, then doubled after each
+replacement that fails to start, up to the second (a worker that cannot start does not spin)."""
 
 
 class WorkerGone(RuntimeError):
@@ -34,8 +38,10 @@ class WorkerGone(RuntimeError):
 class CheckWorker:
     """One check worker process and its pipe: calls answered by id, in any order."""
 
-    def __init__(self, index: int) -> None:
+    def __init__(self, index: int, on_exit: Callable[[CheckWorker], None] | None = None) -> None:
         self.index = index
+        self.on_exit = on_exit
+        """Called when the process ends without being stopped."""
         self.requests = 0
         """Requests pinned to this worker now."""
         self.pid: int | None = None
@@ -44,6 +50,7 @@ class CheckWorker:
         self._pending: dict[int, asyncio.Future[Any]] = {}
         self._reader: asyncio.Task[None] | None = None
         self._stopping = False
+        self._outbox = Outbox(self._write)
 
     @property
     def alive(self) -> bool:
@@ -66,7 +73,12 @@ class CheckWorker:
     def send(self, message: Any) -> None:
         if self._process is None or self._process.stdin is None or self._process.stdin.is_closing():
             raise WorkerGone(f"check worker {self.index} is not running")
-        self._process.stdin.write(frame(message))
+        self._outbox.put(message)
+
+    def _write(self, data: bytes) -> None:
+        stdin = self._process.stdin if self._process is not None else None
+        if stdin is not None and not stdin.is_closing():  # else it is gone: its reader fails its calls
+            stdin.write(data)
 
     async def call(self, message: Callable[[int], tuple[Any, ...]]) -> Any:
         """Send ``message(call id)`` and wait for its answer; cancelled, the worker is told to
@@ -105,12 +117,15 @@ class CheckWorker:
             for answer in self._pending.values():
                 if not answer.done():
                     answer.set_exception(WorkerGone(f"check worker {self.index} ended"))
+            if not self._stopping and self.on_exit is not None:
+                self.on_exit(self)
 
     async def stop(self) -> None:
         process = self._process
         if process is None:
             return
         self._stopping = True
+        self._outbox.flush()
         if process.stdin is not None:
             process.stdin.close()  # the worker ends when its input does
         try:
@@ -128,15 +143,49 @@ class WorkerPool:
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
-        self.workers = [CheckWorker(i) for i in range(settings.check.workers)]
+        self.workers = [CheckWorker(i, self._replace) for i in range(settings.check.workers)]
         self._requests = itertools.count()
+        self._restarts: set[asyncio.Task[None]] = set()
+        self._closed = False
 
     async def start(self) -> None:
         await asyncio.gather(*(worker.start(self.settings) for worker in self.workers))
         log.info("%d check workers started (pids %s)", len(self.workers), [w.pid for w in self.workers])
 
     async def close(self) -> None:
+        self._closed = True
+        for restart in self._restarts:
+            restart.cancel()
+        await asyncio.gather(*self._restarts, return_exceptions=True)
         await asyncio.gather(*(worker.stop() for worker in self.workers))
+
+    def _replace(self, dead: CheckWorker) -> None:
+        if not self._closed:
+            restart = asyncio.create_task(self._restart(dead), name=f"check-worker-{dead.index}-restart")
+            self._restarts.add(restart)
+            restart.add_done_callback(self._restarts.discard)
+
+    async def _restart(self, dead: CheckWorker) -> None:
+        """Start a replacement for ``dead`` and put it in its place; until it is up, requests
+        go to the other workers. A replacement that fails to start is tried again, later."""
+        await dead.stop()  # reaped: its process has ended
+        delay = RESTART_DELAY_S[0]
+        while True:
+            await asyncio.sleep(delay)
+            worker = CheckWorker(dead.index, self._replace)
+            try:
+                await worker.start(self.settings)
+            except RuntimeError:
+                log.error("check worker %d: its replacement did not start; trying again in %.0f s", dead.index,
+                          min(2 * delay, RESTART_DELAY_S[1]))
+                delay = min(2 * delay, RESTART_DELAY_S[1])
+                continue
+            except asyncio.CancelledError:  # the pool closes while it starts
+                await worker.stop()
+                raise
+            self.workers[dead.index] = worker
+            log.warning("check worker %d replaced (pid %s -> %s)", dead.index, dead.pid, worker.pid)
+            return
 
     def open(self, context: CheckContext, closed_book: asyncio.Future[str | None] | None = None) -> RemoteChecks:
         alive = [worker for worker in self.workers if worker.alive] or self.workers

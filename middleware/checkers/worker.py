@@ -1,7 +1,8 @@
 """A check worker process (``python -m middleware.checkers.worker``, started by
 ``pool.CheckWorker``): it reads its settings from its stdin, builds the configured checker
 once (its models loaded once, in this process), lowers its own scheduling priority
-(``check.worker_nice``) so the relay, which mostly sleeps, is served first on a small machine,
+(``check.worker_nice``, ``check.worker_idle``) so the relay, which mostly sleeps, is served
+first on a small machine,
 and then serves the relay's requests on its own event loop: it opens and closes the
 requests' checks (``RequestChecks``, the request's shared state, built once here) and runs
 their sentence checks and summaries, each answered by its request id. Its stdout is the
@@ -15,7 +16,7 @@ import os
 import sys
 from typing import Any
 
-from middleware.checkers.channel import frame, read_message
+from middleware.checkers.channel import Outbox, frame, read_message
 from middleware.composition import build_checker
 from middleware.interfaces import Checker, RequestChecks
 from middleware.server import eventloop
@@ -29,7 +30,7 @@ class Worker:
 
     def __init__(self, checker: Checker, writer: asyncio.StreamWriter) -> None:
         self.checker = checker
-        self.writer = writer
+        self.outbox = Outbox(writer.write)
         self.requests: dict[int, RequestChecks] = {}
         self.answers: dict[int, asyncio.Future[str | None]] = {}
         self.running: dict[int, asyncio.Task[Any]] = {}
@@ -78,13 +79,32 @@ class Worker:
         if task.cancelled():  # the relay cancelled it: nobody waits for an answer
             return
         error = task.exception()
-        self.writer.write(_result(call, error is None, task.result() if error is None else error))
+        self.outbox.put_frame(_result(call, error is None, task.result() if error is None else error))
 
     def close_all(self) -> None:
         for task in self.running.values():
             task.cancel()
         for request in list(self.requests):
             self._close(request)
+
+
+def lower_priority(nice: int, idle: bool) -> None:
+    """Every thread of this process niced by ``nice`` and, with ``idle`` (Linux), under
+    ``SCHED_IDLE``; threads started later inherit both. Each thread is set: on Linux a
+    priority belongs to a thread, and the imports have already started some (one of a
+    pipeline worker's six threads) that ``os.nice`` alone left at the relay's priority."""
+    try:
+        threads = [int(tid) for tid in os.listdir("/proc/self/task")]
+    except OSError:  # no /proc: the process's priority is all there is to set
+        os.nice(nice)
+        return
+    for tid in threads:
+        try:
+            os.setpriority(os.PRIO_PROCESS, tid, min(19, os.getpriority(os.PRIO_PROCESS, tid) + nice))
+            if idle and hasattr(os, "SCHED_IDLE"):
+                os.sched_setscheduler(tid, os.SCHED_IDLE, os.sched_param(0))
+        except ProcessLookupError:  # the thread ended meanwhile
+            continue
 
 
 def _result(call: int, ok: bool, value: Any) -> bytes:
@@ -105,7 +125,7 @@ async def serve(channel: int) -> None:
     settings: Settings = await read_message(reader)
     logging.basicConfig(level=settings.log_level, stream=sys.stderr,
                         format=f"%(asctime)s check-worker[{os.getpid()}] %(levelname)s %(name)s: %(message)s")
-    os.nice(settings.check.worker_nice)
+    lower_priority(settings.check.worker_nice, settings.check.worker_idle)
     checker = build_checker(settings.model_copy(update={"check": settings.check.model_copy(update={"workers": 0})}))
     writer.write(frame(("ready", os.getpid())))
     worker = Worker(checker, writer)

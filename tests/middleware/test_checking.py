@@ -142,6 +142,26 @@ async def test_a_queued_check_is_shed_once_only_its_service_time_is_left():
     await held
 
 
+async def test_a_check_shed_at_submission_is_answered_there_and_never_reaches_the_checker():
+    """Under overload the relay makes the report itself: a finished future, no task, nothing
+    sent to the checker (the relay's event loop spends next to nothing on a shed sentence)."""
+    runner = await warmed_runner(shed=True)
+    checker = runner.checker
+    assert isinstance(checker, ScriptedChecker)
+    holder = runner.session(CheckContext(), budget_s=10.0)
+    held = holder.submit(sentence(0), [])  # holds the one slot
+    await asyncio.sleep(0)
+    runner.service_s = 1.0  # learnt: a check takes 1 s; the 0.5 s budget cannot be met behind it
+    seen = len(checker.seen)
+    shed_before = sample("factcheck_shed_checks_total")
+    shed = runner.session(CheckContext()).submit(sentence(1), [])
+    assert not isinstance(shed, asyncio.Task) and shed.done()
+    assert shed.result().verdict.reason == "overload"
+    assert sample("factcheck_shed_checks_total") - shed_before == 1
+    await held
+    assert len(checker.seen) == seen  # only the holder's check ran
+
+
 async def test_a_check_that_started_and_ran_past_its_budget_times_out():
     runner = CheckRunner(ScriptedChecker(delay=0.5), CheckSettings(sentence_budget_s=0.1))
     report = await runner.session(CheckContext()).submit(sentence(0), [])

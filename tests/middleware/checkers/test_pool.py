@@ -1,7 +1,7 @@
 """Check worker processes (``check.workers``): a request's checks run in the worker it is
 pinned to, at a lower scheduling priority than the relay; cancellations reach the worker; a
-worker that dies fails its checks as ``unverified`` instead of hanging the stream; and the
-pipeline in a worker gives the reports it gives in the relay's process."""
+worker that dies fails its checks as ``unverified`` instead of hanging the stream, and is
+replaced; and the pipeline in a worker gives the reports it gives in the relay's process."""
 
 from __future__ import annotations
 
@@ -44,7 +44,21 @@ async def test_requests_are_pinned_to_the_least_busy_worker_which_runs_niced():
         assert [w.requests for w in pool.workers] == [0, 0]
         for worker in pool.workers:
             assert worker.pid is not None and worker.pid != os.getpid()
-            assert os.getpriority(os.PRIO_PROCESS, worker.pid) == min(19, os.getpriority(os.PRIO_PROCESS, 0) + 10)
+            threads = [int(tid) for tid in os.listdir(f"/proc/{worker.pid}/task")]
+            assert len(threads) > 1  # the imports' threads too: each is set, not only the main one
+            for tid in threads:
+                assert os.getpriority(os.PRIO_PROCESS, tid) == min(19, os.getpriority(os.PRIO_PROCESS, 0) + 10)
+                assert os.sched_getscheduler(tid) == os.SCHED_IDLE
+    finally:
+        await pool.close()
+
+
+async def test_without_worker_idle_the_workers_keep_the_normal_policy():
+    pool, _ = await started_pool(1, **{"check.worker_idle": False})
+    try:
+        pid = pool.workers[0].pid
+        assert pid is not None
+        assert all(os.sched_getscheduler(int(tid)) == os.SCHED_OTHER for tid in os.listdir(f"/proc/{pid}/task"))
     finally:
         await pool.close()
 
@@ -67,6 +81,34 @@ async def test_a_dead_worker_fails_its_checks_and_the_next_request_goes_elsewher
         fresh.close()
     finally:
         await pool.close()
+
+
+async def test_a_dead_worker_is_replaced_and_the_replacement_serves_new_requests():
+    pool, runner = await started_pool(1)
+    try:
+        pinned = runner.session(CheckContext())
+        await pinned.submit(sentence(0), [])
+        dead = pool.workers[0]
+        assert dead.pid is not None
+        os.kill(dead.pid, signal.SIGKILL)
+        while dead.alive:
+            await asyncio.sleep(0.01)
+        report = await pinned.submit(sentence(1), [])  # its worker is gone: so is its answer
+        assert (report.verdict.label, report.verdict.reason) == ("unverified", "error: WorkerGone")
+        pinned.close()
+        deadline = asyncio.get_running_loop().time() + 120
+        while not (pool.workers[0] is not dead and pool.workers[0].alive):
+            assert asyncio.get_running_loop().time() < deadline, "no replacement started"
+            await asyncio.sleep(0.05)
+        replacement = pool.workers[0]
+        assert replacement.pid not in (None, dead.pid)
+        fresh = runner.session(CheckContext())
+        assert (await fresh.submit(sentence(2), [])).verdict.reason == "no_checker"  # NoChecker, in the new worker
+        assert replacement.requests == 1
+        fresh.close()
+    finally:
+        await pool.close()
+    assert not pool.workers[0].alive
 
 
 async def test_the_pipeline_in_a_worker_reports_what_it_reports_in_process(tmp_path):
