@@ -172,7 +172,8 @@ class _Linear:
     """A logistic regression on standardised columns of the full feature matrix."""
 
     def __init__(self, names: Sequence[str], family: Sequence[str], strength: float) -> None:
-        self.columns = [i for i, n in enumerate(names) if n in set(family)]
+        wanted = set(family)
+        self.columns = [i for i, n in enumerate(names) if n in wanted]
         self.names = [names[i] for i in self.columns]
         self.strength = strength
 
@@ -410,13 +411,14 @@ def _linear_folds(fitting: Sequence[Row], x: np.ndarray, names: Sequence[str], c
     on its fitting rows (P(attributable) at 0.5: the class-balanced weights put the balance
     point there)."""
     gold = np.asarray([r.gold == "attributable" for r in fitting])
+    hand = np.asarray([r.hand == "attributable" for r in fitting])
     folds = {}
     for name in sorted({r.dataset for r in fitting}):
         held = np.asarray([r.dataset == name for r in fitting])
         train = [r for r, h in zip(fitting, held, strict=True) if not h]
         p = _attributable(train, x[~held], names, choice).predict_proba(x[held])[:, 1]
-        hand = [r.hand == "attributable" for r, h in zip(fitting, held, strict=True) if h]
-        folds[name] = (100 * balanced_accuracy(list(gold[held]), list(p >= 0.5)), 100 * balanced_accuracy(list(gold[held]), hand))
+        truth = list(gold[held])
+        folds[name] = (100 * balanced_accuracy(truth, list(p >= 0.5)), 100 * balanced_accuracy(truth, list(hand[held])))
     return folds
 
 

@@ -142,6 +142,16 @@ async def test_about_the_claim() -> None:
     assert (await _gate(_entails("2008"), ("about_the_claim",)).review(result, passages)).status == "applied"
 
 
+async def test_subject_named() -> None:
+    caspian = "Its surface lies about 28 metres below sea level."
+    result = _swap("Machu Picchu lies about 3,430 metres above sea level.", "3,430", "28", caspian, "cs")
+    passages = [Passage(id="cs", title="Caspian Sea", text=f"The Caspian Sea is a lake. {caspian}", provider="index",
+                        source="cs.md")]  # fmt: skip
+    refused = await _gate(_entails("28 metres")).review(result, passages)
+    assert refused.status == "flagged" and refused.rule == "subject_named"
+    assert (await _gate(_entails("28 metres"), ("subject_named",)).review(result, passages)).rule != "subject_named"
+
+
 async def test_name_stated_elsewhere() -> None:
     born = "Roger Bannister was born in Harrow on 23 March 1929."
     result = _swap("Roger Bannister was born in Oxford.", "Oxford", "Harrow", born, "rb")
