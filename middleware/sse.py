@@ -164,6 +164,10 @@ def _split_lines(text: str) -> list[str]:
 
 
 def _parse_event(raw: bytes) -> SSEEvent:
+    if raw.startswith(b"data: ") and raw.find(b"\n") == len(raw) - 2 and b"\r" not in raw:
+        # The common event, one ``data: `` line and its blank line, read without splitting
+        # (an upstream's every token is one): the same data as the general reading below.
+        return SSEEvent(raw=raw, data=raw[6:-2].decode("utf-8", errors="replace"))
     text = raw.decode("utf-8", errors="replace")
     data_lines: list[str] = []
     event_name: str | None = None

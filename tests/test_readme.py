@@ -17,6 +17,7 @@ from adapters.demo_upstream import DemoAnswers
 from middleware.evidence.index import ensure_demo_index
 from middleware.settings import load_settings
 from tests.support.checkers import CitingChecker
+from tests.support.sdk_clients import closed_sdk_clients  # noqa: F401 (autouse)
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 README_URL = "http://127.0.0.1:8000/v1"

@@ -59,26 +59,27 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
         headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache", "X-Factcheck-Mode": mode.value}
     )
     async with service.open_stream(chat, forward, mode, headers, started) as opened:
-        await relay(request, response, opened.checked.run(), SSEEncoder(opened.chunks).encode)
+        await relay(request, response, opened.checked.batches(), SSEEncoder(opened.chunks).encode)
     return response
 
 
 async def relay(
     request: web.Request,
     response: web.StreamResponse,
-    events: AsyncIterator[StreamEvent[T]],
+    batches: AsyncIterator[list[StreamEvent[T]]],
     encode: Callable[[StreamEvent[T]], bytes],
 ) -> None:
-    """Send a checked stream's events as ``encode`` writes them, for every face; a failure
-    event sets the request's outcome. A client that closes the connection is counted as
+    """Send a checked stream's events as ``encode`` writes them, for every face, each batch
+    (``CheckedStream.batches``) in one write; a failure event sets the request's outcome. A client that closes the connection is counted as
     ``client_gone``, never an error: a failed write returns quietly (re-raised, aiohttp would
     log a traceback), a cancellation goes on up."""
     try:
         await response.prepare(request)
-        async for event in events:
-            if isinstance(event, Failed):
-                request[OUTCOME_KEY] = failure_outcome(event.error)
-            if data := encode(event):
+        async for batch in batches:
+            for event in batch:
+                if isinstance(event, Failed):
+                    request[OUTCOME_KEY] = failure_outcome(event.error)
+            if data := b"".join([encode(event) for event in batch]):
                 await response.write(data)
         await response.write_eof()
     except (ConnectionResetError, asyncio.CancelledError) as exc:

@@ -226,17 +226,30 @@ class CheckedStream(Generic[T]):
         self._end: T | None = None
 
     async def run(self) -> AsyncIterator[StreamEvent[T]]:
+        """The stream's events, one at a time (``batches``, flattened)."""
+        async for batch in self.batches():
+            for event in batch:
+                yield event
+
+    async def batches(self) -> AsyncIterator[list[StreamEvent[T]]]:
+        """The stream's events, each list holding what is ready at once. In annotate mode
+        that is the events of one upstream read with the reports that finished meanwhile: a
+        relay writes each list in one write, so that a busy relay, which reads several events
+        a read, does not pay a write (a system call, which on loopback also delivers) for
+        every token. Off mode's items are whole reads already; correct mode's events wait for
+        their checks, so each goes out alone."""
         try:
             if self.mode is Mode.OFF:
-                events = self._off()
-            elif self.mode is Mode.ANNOTATE:
-                self.session.start()  # while the source's first sentence is on its way
-                events = self._drain(self._annotate)
+                async for event in self._off():
+                    yield [event]
+                return
+            self.session.start()  # while the source's first sentence is on its way
+            if self.mode is Mode.ANNOTATE:
+                batches = self._drain(self._annotate)
             else:
-                self.session.start()
-                events = self._drain(self._correct, self._release)
-            async for event in events:
-                yield event
+                batches = self._drain(self._correct, self._release)
+            async for batch in batches:
+                yield batch
         finally:
             await self.session.cancel()
 
@@ -259,12 +272,18 @@ class CheckedStream(Generic[T]):
             yield item
 
     async def _annotate(self, queue: asyncio.Queue[Any]) -> None:
+        source = self.source
         try:
-            async for item in self._answer_items():
+            async for item in source.items():  # every token: kept lean
+                if source.is_end(item):
+                    self._end = item
+                    break
                 queue.put_nowait(Forward(item))
-                if text := self.source.text(item):
-                    self._mark_first_content()
-                    self._report_when_done(self.text.feed(text), queue)
+                if text := source.text(item):
+                    if self.first_content_at is None:
+                        self._mark_first_content()
+                    if held := self.text.feed(text):
+                        self._report_when_done(held, queue)
         except Exception as exc:
             await self.session.cancel()
             queue.put_nowait(Failed(exc))
@@ -338,21 +357,28 @@ class CheckedStream(Generic[T]):
     async def _drain(
         self, reader: Callable[[asyncio.Queue[Any]], Coroutine[Any, Any, None]],
         expand: Callable[[Any], AsyncIterator[StreamEvent[T]]] | None = None,
-    ) -> AsyncIterator[StreamEvent[T]]:
-        """Run ``reader`` (filling a queue until it puts None) and yield what each queued
-        item expands to (without ``expand``: the item itself, annotate mode's every token,
-        with no generator made per item); stopping early cancels the reader. A reader that
-        fails in a way it did not handle still ends the stream: with ``Failed``, not a hang."""
+    ) -> AsyncIterator[list[StreamEvent[T]]]:
+        """Run ``reader`` (filling a queue until it puts None) and yield what the queued items
+        expand to: with ``expand``, each event it makes alone; without, the items themselves
+        (annotate mode's every token), all those queued at once in one list, with no generator
+        made per item. Stopping early cancels the reader. A reader that fails in a way it did
+        not handle still ends the stream: with ``Failed``, not a hang."""
         queue: asyncio.Queue[Any] = asyncio.Queue()
         task = asyncio.create_task(reader(queue))
         task.add_done_callback(lambda t: self._on_reader_done(t, queue))
         try:
             while (item := await queue.get()) is not None:
-                if expand is None:
-                    yield item
+                if expand is not None:
+                    async for event in expand(item):
+                        yield [event]
                     continue
-                async for event in expand(item):
-                    yield event
+                batch = [item]
+                while not queue.empty():
+                    if (item := queue.get_nowait()) is None:
+                        yield batch
+                        return
+                    batch.append(item)
+                yield batch
         finally:
             if not task.done():
                 task.cancel()

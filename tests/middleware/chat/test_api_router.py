@@ -11,6 +11,7 @@ from langchain_openai import ChatOpenAI
 from openai import APIError, AsyncOpenAI
 
 from tests.support.checkers import ScriptedChecker
+from tests.support.sdk_clients import closed_sdk_clients  # noqa: F401 (autouse)
 
 ANSWER = (
     "Marie Curie was born in Warsaw in 1867. She won the Nobel Prize in Physics in 1905.\n\n"

@@ -21,6 +21,7 @@ from middleware.server.commands import start_site
 from middleware.settings import load_settings
 from tests.support.canned_upstream import CannedUpstream, recorded_stream
 from tests.support.checkers import ScriptedChecker
+from tests.support.sdk_clients import closed_sdk_clients  # noqa: F401 (autouse)
 
 ANSWER = "Marie Curie was born in Warsaw in 1867. She won the Nobel Prize in Physics in 1905. She died in 1934."
 CORRECTED = ANSWER.replace("1905", "1903")

@@ -24,6 +24,7 @@ from middleware.settings import load_settings
 from middleware.pipeline.verifiers import SlotsVerifier
 from middleware.types import CheckContext, Mode, Passage, Sentence
 from tests.support.evidence_doubles import HashEmbedder
+from tests.support.sdk_clients import closed_sdk_clients  # noqa: F401 (autouse)
 
 CORPUS = {
     "curie.md": "# Marie Curie\n\nMarie Curie was born in Warsaw on 7 November 1867. She won the Nobel Prize "
