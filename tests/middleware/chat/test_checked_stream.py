@@ -5,8 +5,9 @@ request's session stops what it still runs."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
 
-from middleware.chat.checked_stream import CheckedStream, CheckedText, TextSource, whole_answer_budget
+from middleware.chat.checked_stream import CheckedStream, CheckedText, Forward, TextSource, whole_answer_budget
 from middleware.checking import CheckRunner
 from middleware.interfaces import RequestChecks
 from middleware.settings import CheckSettings
@@ -71,3 +72,38 @@ def test_a_whole_answer_has_the_budget_of_its_waves_of_checks():
     assert whole_answer_budget(settings, four) == 1.5
     assert whole_answer_budget(settings, four + " Five is here.") == 3.0
     assert whole_answer_budget(settings, "## A heading only\n") == 1.5
+
+
+class ReadsSource(TextSource):
+    """Items in reads: each read's items come at once, the reads 10 ms apart."""
+
+    def __init__(self, reads: list[list[str]]) -> None:
+        super().__init__("".join("".join(read) for read in reads))
+        self._reads = reads
+
+    async def items(self) -> AsyncIterator[str]:
+        for read in self._reads:
+            await asyncio.sleep(0.01)
+            for item in read:
+                yield item
+
+    def ends_message(self, item: str) -> bool:
+        return False
+
+
+async def test_annotate_batches_hold_what_one_read_brought_and_run_flattens_them():
+    reads = [["Curie was ", "born in 1867."], [" She ", "died ", "in 1934."]]
+
+    async def events(batched: bool) -> list[object]:
+        session = CheckRunner(ScriptedChecker(), CheckSettings()).session(CheckContext(mode=Mode.ANNOTATE))
+        stream = CheckedStream(ReadsSource(reads), session)
+        out = [batch async for batch in stream.batches()] if batched else [e async for e in stream.run()]
+        session.close()
+        return out
+
+    batches = await events(batched=True)
+    forwarded = [[e.item for e in batch if isinstance(e, Forward)] for batch in batches]
+    assert [items for items in forwarded if items] == reads  # one batch a read
+    flat = [type(e).__name__ for batch in batches for e in batch]
+    assert flat == [type(e).__name__ for e in await events(batched=False)]
+    assert flat.count("SentenceEvent") == 2 and flat[-2:] == ["SummaryEvent", "End"]
