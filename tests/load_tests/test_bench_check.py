@@ -8,9 +8,10 @@ import time
 from load_tests.bench_check import _shift_numbers, process_cpu_s
 
 
-def _spin(seconds: float) -> None:
-    end = time.perf_counter() + seconds
-    while time.perf_counter() < end:
+def _spin(cpu_seconds: float) -> None:
+    """Busy until this thread has used ``cpu_seconds`` of CPU (however loaded the machine is)."""
+    end = time.thread_time() + cpu_seconds
+    while time.thread_time() < end:
         pass
 
 
@@ -19,7 +20,7 @@ def test_cpu_time_counts_work_in_other_threads_and_not_sleep() -> None:
     time.sleep(0.2)
     assert process_cpu_s() - before < 0.1
     before = process_cpu_s()
-    worker = threading.Thread(target=_spin, args=(0.3,))
+    worker = threading.Thread(target=_spin, args=(0.25,))
     worker.start()
     worker.join()
     assert process_cpu_s() - before >= 0.2
