@@ -5,7 +5,10 @@ once, each answer's sentences submitted through the same CheckRunner the proxy u
 (per-stream and global concurrency caps), with a generous budget so the figure is the real
 check time, not the budget. A warm-up pass runs first (model sessions, spaCy, caches are
 then warm as in a running server); a second, cold-cache pass uses answers with their
-numbers changed, so the search and embedding caches cannot answer.
+numbers changed, so the search and embedding caches cannot answer. ``cpu ms/check`` is the
+process's CPU time (every thread: event loop, parse and model threads) over the pass divided by
+the checks it completed: the cost of a check, whatever the machine's other load does to the
+wall-clock figures.
 
     python -m load_tests.bench_check --streams 1,20 [--mode correct]
 """
@@ -14,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+import resource
 import statistics
 import time
 from typing import Annotated
@@ -59,6 +63,12 @@ async def _run(
     return latencies, time.perf_counter() - t0
 
 
+def process_cpu_s() -> float:
+    """CPU seconds (user + system) of this process so far, all threads."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
 def _pct(values: list[float], q: float) -> float:
     values = sorted(values)
     return 1000 * values[min(len(values) - 1, int(round(q * (len(values) - 1))))]
@@ -77,17 +87,20 @@ def main(
     checker = build_pipeline_checker(settings)
     check_settings = settings.check.model_copy(update={"sentence_budget_s": 60.0})
     answers = [a["answer"] for a in DemoAnswers.load().answers]
-    print("| streams | pass | sentences | p50 ms | p95 ms | max ms | sentences/s |")
-    print("|---|---|---|---|---|---|---|")
+    print("| streams | pass | sentences | p50 ms | p95 ms | max ms | sentences/s | cpu ms/check |")
+    print("|---|---|---|---|---|---|---|---|")
 
     async def bench() -> None:
         runner = CheckRunner(checker, check_settings)
         await _run(runner, answers, 4, mode)  # warm-up: sessions, spaCy, caches
         for n in [int(s) for s in streams.split(",")]:
             for label, texts in (("warm", answers), ("cold", [_shift_numbers(a, n) for a in answers])):
+                cpu = process_cpu_s()
                 latencies, elapsed = await _run(runner, texts, n, mode)
+                cpu_ms = 1000 * (process_cpu_s() - cpu) / len(latencies)
                 print(f"| {n} | {label} | {len(latencies)} | {statistics.median(latencies) * 1000:.0f} | "
-                      f"{_pct(latencies, 0.95):.0f} | {max(latencies) * 1000:.0f} | {len(latencies) / elapsed:.1f} |")
+                      f"{_pct(latencies, 0.95):.0f} | {max(latencies) * 1000:.0f} | {len(latencies) / elapsed:.1f} | "
+                      f"{cpu_ms:.1f} |")
 
     asyncio.run(bench())
 

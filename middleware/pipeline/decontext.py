@@ -139,6 +139,10 @@ class NoDecontextualiser:
         return Decontextualised(sentence, sentence)
 
 
+MAX_PREVIOUS = 3
+"""Earlier sentences of the answer whose referents a pronoun may stand for."""
+
+
 class SpacyDecontextualiser:
     """Pronouns (he/she/it/they/his/its/their, a subject 'this') and definite descriptions
     ('the company', 'the city') are replaced by the most recent compatible referent from the
@@ -146,7 +150,7 @@ class SpacyDecontextualiser:
 
     name = "spacy"
 
-    def __init__(self, max_previous: int = 3) -> None:
+    def __init__(self, max_previous: int = MAX_PREVIOUS) -> None:
         self.max_previous = max_previous
 
     async def decontextualise(

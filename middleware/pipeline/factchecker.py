@@ -30,9 +30,15 @@ from middleware.pipeline.attribution import attribution_report, unique_passages
 from middleware.pipeline.checkworthy import skipped_verdict
 from middleware.pipeline.cqgen import QuestionGenerator
 from middleware.pipeline.excerpts import bounded_report
-from middleware.pipeline.decontext import Decontextualised, Decontextualiser, PreparedQuestion, prepare_question
+from middleware.pipeline.decontext import (
+    MAX_PREVIOUS,
+    Decontextualised,
+    Decontextualiser,
+    PreparedQuestion,
+    prepare_question,
+)
 from middleware.pipeline.memory import MemoryCheck
-from middleware.pipeline.slots import analyse
+from middleware.pipeline.slots import analyse_async
 from middleware.pipeline.stages import generate_questions, prepare_claim, verify_claim
 from middleware.pipeline.tagging import (
     contradiction_tags,
@@ -164,7 +170,8 @@ class FactChecker:
         started = time.perf_counter()
         timings: dict[str, float] = {}
         text = _without_code(sentence)
-        await asyncio.to_thread(analyse, text)  # the parse is the costly part; later stages hit the cache
+        # the parse is the costly part; later stages (decontextualisation reads the sentences before) hit the cache
+        await analyse_async([text, *context.previous[-MAX_PREVIOUS:]])
         reading = await request.read(timings)
         sources = request.sources(reading)
         claim = await prepare_claim(text, context, self.parts.decontext, timings, reading.question)

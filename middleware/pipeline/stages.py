@@ -13,7 +13,7 @@ from middleware.metrics import timed
 from middleware.pipeline.checkworthy import Worthiness, assess
 from middleware.pipeline.cqgen import QuestionGenerator
 from middleware.pipeline.decontext import Decontextualised, Decontextualiser, UserQuestion
-from middleware.pipeline.slots import Analysis, analyse
+from middleware.pipeline.slots import Analysis, analyse, analyse_async
 from middleware.pipeline.verifiers import DetailedVerdict, Verifier
 from middleware.types import CheckContext, Passage, Question
 
@@ -52,7 +52,7 @@ async def prepare_claim(
             return Claim(sentence, worthiness, Decontextualised(sentence, sentence))
         asked = question if question is not None else context.user_message
         rewritten = await decontextualiser.decontextualise(sentence, context.previous, asked)
-        analyse(rewritten.text)  # parse once here; later stages hit the cache
+        await analyse_async([rewritten.text])  # parse once here, off the event loop; later stages hit the cache
         return Claim(sentence, worthiness, rewritten)
 
 

@@ -7,7 +7,9 @@ runs each bucket through ``run_batch`` in a worker thread, leaving the event loo
 ``in_flight`` above 1 (a GPU), that many batches run at once in as many threads, so the next
 batch is prepared while the device computes the last one.
 
-Identical items of one batch (hashable ones: texts, pairs) run once and share the result.
+Identical items of one batch (hashable ones: texts, pairs) run once and share the result; an
+item submitted while an identical one is in inference waits for that inference instead of
+queueing again (concurrent streams checking the same text pay for it once).
 
 Guarantees: a caller cancelled before its batch runs is dropped from it; one cancelled while
 its batch runs gets nothing and harms no one; an exception from ``run_batch`` reaches exactly
@@ -55,6 +57,8 @@ class _Lane(Generic[Item, Result]):
     full: asyncio.Event = field(default_factory=asyncio.Event)
     worker: asyncio.Task[None] | None = None
     running: set[asyncio.Task[None]] = field(default_factory=set)
+    riders: dict[Item, list[_Pending[Item, Result]]] = field(default_factory=dict)
+    """Items in inference now, each with the callers that submitted it again meanwhile."""
 
 
 class BatcherClosed(RuntimeError):
@@ -111,7 +115,12 @@ class MicroBatcher(Generic[Item, Result]):
         futures = []
         for item in items:
             future: asyncio.Future[Result] = lane.loop.create_future()
-            lane.queue.append(_Pending(item, self.size_of(item), future, now))
+            pending = _Pending(item, self.size_of(item), future, now)
+            riders = lane.riders.get(item) if _hashable(item) else None
+            if riders is not None:
+                riders.append(pending)
+            else:
+                lane.queue.append(pending)
             futures.append(future)
         lane.arrived.set()
         if len(lane.queue) >= self.max_batch:
@@ -177,7 +186,7 @@ class MicroBatcher(Generic[Item, Result]):
             try:
                 for bucket in self._buckets(taken):
                     if self.in_flight == 1:
-                        await self._run(lane.loop, bucket)
+                        await self._run(lane, bucket)
                     else:
                         await self._start(lane, bucket)
             except Exception as exc:  # a fault here must not strand the callers
@@ -189,7 +198,7 @@ class MicroBatcher(Generic[Item, Result]):
         next batch is formed and tokenised while the device computes the last one."""
         while len(lane.running) >= self.in_flight:
             await asyncio.wait(lane.running, return_when=asyncio.FIRST_COMPLETED)
-        task = lane.loop.create_task(self._run(lane.loop, bucket))
+        task = lane.loop.create_task(self._run(lane, bucket))
         lane.running.add(task)
         task.add_done_callback(lane.running.discard)
 
@@ -237,31 +246,60 @@ class MicroBatcher(Generic[Item, Result]):
         waste = (count + 1) * size - (real + size)
         return waste > max(real + size, self.pad_slack)
 
-    async def _run(self, loop: asyncio.AbstractEventLoop, bucket: list[_Pending[Item, Result]]) -> None:
+    async def _run(self, lane: _Lane[Item, Result], bucket: list[_Pending[Item, Result]]) -> None:
         live = [p for p in bucket if not p.future.done()]
         if not live:
             return
+        items, positions = distinct([p.item for p in live])
+        shared = [item for item in items if _hashable(item) and item not in lane.riders]
+        for item in shared:
+            lane.riders[item] = []
+        closed = BatcherClosed(f"batcher {self.name!r} stopped during inference")
+        outcome: Sequence[Result] | BaseException = closed
+        try:
+            outcome = await self._infer(lane.loop, live, items)
+        except asyncio.CancelledError:
+            self._settle(live, closed)
+            raise
+        finally:
+            self._release(lane, shared, items, outcome)
+        if isinstance(outcome, BaseException):
+            self._settle(live, outcome)
+            return
+        for pending, position in zip(live, positions, strict=True):
+            if not pending.future.done():
+                pending.future.set_result(outcome[position])
+
+    async def _infer(
+        self, loop: asyncio.AbstractEventLoop, live: list[_Pending[Item, Result]], items: list[Item]
+    ) -> Sequence[Result] | BaseException:
+        """The results of ``items`` in order, or the failure that is every caller's answer."""
         now = loop.time()
         wait = QUEUE_WAIT.labels(model=self.name)
         for pending in live:
             wait.observe(now - pending.enqueued)
         BATCH_SIZE.labels(model=self.name).observe(len(live))
-        items, positions = distinct([p.item for p in live])
         started = time.perf_counter()
         try:
-            results = await loop.run_in_executor(self._executor, self._call, items)
-        except asyncio.CancelledError:
-            self._settle(live, BatcherClosed(f"batcher {self.name!r} stopped during inference"))
-            raise
+            return await loop.run_in_executor(self._executor, self._call, items)
         except Exception as exc:  # noqa: BLE001 - any failure goes to this batch's callers
             log.warning("batch of %d on %s failed: %s", len(live), self.name, exc)
-            self._settle(live, exc)
-            return
+            return exc
         finally:
             INFERENCE_TIME.labels(model=self.name).observe(time.perf_counter() - started)
-        for pending, position in zip(live, positions, strict=True):
-            if not pending.future.done():
-                pending.future.set_result(results[position])
+
+    @staticmethod
+    def _release(lane: _Lane[Item, Result], shared: list[Item], items: list[Item],
+                 outcome: Sequence[Result] | BaseException) -> None:
+        """Give the callers that joined ``shared`` items during inference the same outcome."""
+        for item in shared:
+            for rider in lane.riders.pop(item):
+                if rider.future.done():
+                    continue
+                if isinstance(outcome, BaseException):
+                    rider.future.set_exception(outcome)
+                else:
+                    rider.future.set_result(outcome[items.index(item)])
 
     def _call(self, items: list[Item]) -> Sequence[Result]:
         results = self.run_batch(items)
@@ -286,3 +324,11 @@ def distinct(items: list[Item]) -> tuple[list[Item], list[int]]:
     except TypeError:
         return items, list(range(len(items)))
     return list(index), positions
+
+
+def _hashable(item: object) -> bool:
+    try:
+        hash(item)
+    except TypeError:
+        return False
+    return True

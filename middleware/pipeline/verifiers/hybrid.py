@@ -38,7 +38,7 @@ import numpy as np
 
 from middleware.pipeline.alignment import Aligned, split_passages
 from middleware.pipeline.sentences import split_sentences
-from middleware.pipeline.slots import analyse
+from middleware.pipeline.slots import analyse, analyse_async
 from middleware.pipeline.verifiers import features as F
 from middleware.pipeline.verifiers.base import DetailedVerdict, first_given, ordered
 from middleware.pipeline.verifiers.combiner import Combiner
@@ -102,6 +102,8 @@ class HybridVerifier:
             self.nli.assess(claim, evidence),
             self.slots.aligner.align(claim, split_passages(evidence), self.slots.top_k),
         )
+        # the sentences the slots verifier reads, parsed off the event loop (judge then hits the cache)
+        await analyse_async([a.sentence.text for a in aligned if a.score >= self.slots.min_align])
         slots = self.slots.judge(claim, aligned, evidence)
         focus = await self._focus(claim, aligned)
         features = (

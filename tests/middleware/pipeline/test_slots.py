@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
+from middleware.nlp import get_nlp
+from middleware.pipeline import slots
 from middleware.pipeline.names import normalise_name
-from middleware.pipeline.slots import Role, Slot, analyse, participants, slots_agree
+from middleware.pipeline.slots import Analysis, Role, Slot, analyse, analyse_async, participants, slots_agree
 
 
 def _slots(text: str) -> dict[str, str]:
@@ -100,3 +104,37 @@ def test_the_subject_of_a_passive_with_an_object_receives_it() -> None:
     analysis = analyse("Bohr was awarded the medal by the Royal Society.")
     roles = {p.name: p.role for p in participants(analysis)}
     assert roles["Bohr"] == "to"
+
+
+def _parsed(analysis: Analysis) -> list[tuple[str, str, str, int, str]]:
+    return [(t.text, t.tag_, t.dep_, t.head.i, t.ent_type_) for t in analysis.doc]
+
+
+async def test_the_parse_batcher_parses_concurrent_texts_together_as_nlp_would() -> None:
+    texts = [f"Ada Lovelace wrote {n} notes on the Analytical Engine in London." for n in range(1901, 1907)]
+    batches: list[int] = []
+    parser = slots._parser()
+    real = parser.run_batch
+    parser.run_batch = lambda items: batches.append(len(items)) or real(items)
+    try:
+        got = await asyncio.gather(*(analyse_async([t]) for t in texts))
+    finally:
+        parser.run_batch = real
+    assert sum(batches) == len(texts) and len(batches) < len(texts)  # batched, each text parsed once
+    for [analysis], text in zip(got, texts, strict=True):
+        assert analysis.text == text
+        assert _parsed(analysis) == _parsed(slots.analysis_of(get_nlp()(text)))
+        assert analysis.slots == slots.analysis_of(get_nlp()(text)).slots
+        assert analyse(text) is analysis  # cached for the synchronous callers
+
+
+async def test_analyse_async_answers_cached_texts_without_parsing() -> None:
+    text = "Grace Hopper joined the Navy reserve in 1943."
+    cached = analyse(text)
+    parser = slots._parser()
+    real = parser.run_batch
+    parser.run_batch = lambda items: pytest.fail(f"parsed {items}")
+    try:
+        assert await analyse_async([text, text]) == [cached, cached]
+    finally:
+        parser.run_batch = real

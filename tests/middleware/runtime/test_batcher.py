@@ -227,3 +227,49 @@ async def test_closing_cancels_batches_in_flight() -> None:
     await batcher.aclose()
     outcomes = await asyncio.gather(*calls, return_exceptions=True)
     assert all(isinstance(o, BatcherClosed) for o in outcomes)
+
+
+async def test_an_item_submitted_during_its_own_inference_waits_for_it() -> None:
+    run = Recorder(delay=0.2)
+    batcher = MicroBatcher(run, max_batch=8, max_wait_ms=1, name="t-ride")
+    first = asyncio.create_task(batcher.submit(3))
+    await asyncio.sleep(0.1)  # 3 is in inference now
+    assert await asyncio.gather(batcher.submit(3), batcher.submit(4), first) == [6, 8, 6]
+    assert run.batches == [[3], [4]]  # 3 ran once; 4 queued as usual
+    assert await batcher.submit(3) == 6 and run.batches[-1] == [3]  # done: a later 3 runs again
+    await batcher.aclose()
+
+
+async def test_a_rider_gets_the_result_when_the_first_caller_is_cancelled() -> None:
+    run = Recorder(delay=0.2)
+    batcher = MicroBatcher(run, max_batch=8, max_wait_ms=1, name="t-ride-cancel")
+    first = asyncio.create_task(batcher.submit(5))
+    await asyncio.sleep(0.1)
+    rider = asyncio.create_task(batcher.submit(5))
+    await asyncio.sleep(0.01)
+    first.cancel()
+    assert await rider == 10
+    assert run.batches == [[5]]
+    await batcher.aclose()
+
+
+async def test_a_rider_gets_the_failure_of_the_inference_it_joined() -> None:
+    run = Recorder(delay=0.2, fail_on=7)
+    batcher = MicroBatcher(run, max_batch=8, max_wait_ms=1, name="t-ride-fail")
+    first = asyncio.create_task(batcher.submit(7))
+    await asyncio.sleep(0.1)
+    results = await asyncio.gather(batcher.submit(7), first, return_exceptions=True)
+    assert all(isinstance(r, ValueError) for r in results) and run.batches == [[7]]
+    await batcher.aclose()
+
+
+async def test_closing_fails_riders_of_an_inference_in_flight() -> None:
+    batcher = MicroBatcher(Recorder(delay=0.3), max_batch=8, max_wait_ms=1, name="t-ride-close", in_flight=2)
+    first = asyncio.create_task(batcher.submit(1))
+    await asyncio.sleep(0.1)
+    rider = asyncio.create_task(batcher.submit(1))
+    await asyncio.sleep(0.01)
+    await batcher.aclose()
+    for task in (first, rider):
+        with pytest.raises(BatcherClosed):
+            await task
