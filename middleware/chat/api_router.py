@@ -70,9 +70,9 @@ async def relay(
     encode: Callable[[StreamEvent[T]], bytes],
 ) -> None:
     """Send a checked stream's events as ``encode`` writes them, for every face, each batch
-    (``CheckedStream.batches``) in one write; a failure event sets the request's outcome. A client that closes the connection is counted as
-    ``client_gone``, never an error: a failed write returns quietly (re-raised, aiohttp would
-    log a traceback), a cancellation goes on up."""
+    (``CheckedStream.batches``) in one write; a failure event sets the request's outcome. A
+    client that closes the connection is counted as ``client_gone``, never an error: a failed
+    write returns quietly (re-raised, aiohttp would log a traceback), a cancellation goes on up."""
     try:
         await response.prepare(request)
         async for batch in batches:
