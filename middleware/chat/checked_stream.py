@@ -272,18 +272,12 @@ class CheckedStream(Generic[T]):
             yield item
 
     async def _annotate(self, queue: asyncio.Queue[Any]) -> None:
-        source = self.source
         try:
-            async for item in source.items():  # every token: kept lean
-                if source.is_end(item):
-                    self._end = item
-                    break
+            async for item in self._answer_items():
                 queue.put_nowait(Forward(item))
-                if text := source.text(item):
-                    if self.first_content_at is None:
-                        self._mark_first_content()
-                    if held := self.text.feed(text):
-                        self._report_when_done(held, queue)
+                if text := self.source.text(item):
+                    self._mark_first_content()
+                    self._report_when_done(self.text.feed(text), queue)
         except Exception as exc:
             await self.session.cancel()
             queue.put_nowait(Failed(exc))

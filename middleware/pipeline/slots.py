@@ -135,12 +135,8 @@ def set_cache_size(size: int) -> None:
 
 def analyse(text: str) -> Analysis:
     """Parse ``text`` once (LRU-cached by text) and extract its slots and relations."""
-    with _CACHE_LOCK:
-        hit = _CACHE.get(text)
-        if hit is not None:
-            _CACHE.move_to_end(text)
-            return hit
-    return _remember(analysis_of(get_nlp()(text)))
+    hit = _cached(text)
+    return hit if hit is not None else _remember(analysis_of(get_nlp()(text)))
 
 
 def analyse_many(texts: Sequence[str]) -> list[Analysis]:
@@ -164,9 +160,7 @@ async def analyse_async(texts: Sequence[str]) -> list[Analysis]:
     the same moment."""
     found: dict[str, Analysis] = {}
     for text in texts:
-        with _CACHE_LOCK:
-            hit = _CACHE.get(text)
-        if hit is not None:
+        if (hit := _cached(text)) is not None:
             found[text] = hit
     missing = [t for t in dict.fromkeys(texts) if t not in found]
     if missing:
@@ -185,6 +179,15 @@ def _parser() -> MicroBatcher[str, Analysis]:
 
 def _parse_batch(texts: list[str]) -> list[Analysis]:
     return [_remember(analysis_of(doc)) for doc in get_nlp().pipe(texts)]
+
+
+def _cached(text: str) -> Analysis | None:
+    """The cached analysis of ``text`` (now the most recently used), or None."""
+    with _CACHE_LOCK:
+        hit = _CACHE.get(text)
+        if hit is not None:
+            _CACHE.move_to_end(text)
+        return hit
 
 
 def _remember(analysis: Analysis) -> Analysis:
