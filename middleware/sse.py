@@ -100,6 +100,14 @@ class SSEParser:
         return match.end() if _is_final(match, len(self._buf)) else -1
 
 
+def split_events(data: bytes) -> list[SSEEvent]:
+    """The events of ``data``, a read cut after its last whole event (``EventCutter``), or
+    the end of a stream (whose last event may be unterminated). Its size was checked when
+    it was cut."""
+    parser = SSEParser(max_event_bytes=len(data) + 1)
+    return parser.feed(data) + parser.flush()
+
+
 class EventCutter:
     """Off mode's byte pipe: bytes pass through as they arrive, each read in one piece,
     except that a trailing incomplete event is held back until its end arrives. The client
@@ -110,18 +118,29 @@ class EventCutter:
     def __init__(self, max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES) -> None:
         self._held = b""
         self._max = max_event_bytes
+        self._too_large = False
 
     def feed(self, chunk: bytes) -> bytes:
-        """The bytes to send now: everything up to the last complete event's end."""
+        """The bytes to send now: everything up to the last complete event's end. An
+        unfinished event past the limit raises, once the whole events before it (in the
+        same read) have been returned: at the next call, or at ``flush``."""
+        if self._too_large:
+            raise EventTooLarge(self._max)
         data = self._held + chunk if self._held else chunk
         end = max(_last_event_end(data), 0)
-        if len(data) - end > self._max or (end > self._max and _largest_event(data[:end]) > self._max):
+        if end > self._max and _largest_event(data[:end]) > self._max:
             raise EventTooLarge(self._max)
         self._held = data[end:]
+        if len(self._held) > self._max:
+            self._too_large = True
+            if not end:
+                raise EventTooLarge(self._max)
         return data[:end]  # the whole chunk (the common case) is not copied
 
     def flush(self) -> bytes:
         """End of stream: what is held (an unterminated last event) goes out as it came."""
+        if self._too_large:
+            raise EventTooLarge(self._max)
         held, self._held = self._held, b""
         return held
 

@@ -140,6 +140,12 @@ class _ModelChunks:
     def passthrough(self) -> AsyncIterator[BaseMessageChunk]:
         return self.items()
 
+    def split(self, item: BaseMessageChunk) -> list[BaseMessageChunk]:
+        return [item]
+
+    def may_end(self, item: BaseMessageChunk) -> bool:
+        return False
+
     def text(self, item: BaseMessageChunk) -> str:
         return item.text
 

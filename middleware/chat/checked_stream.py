@@ -14,8 +14,10 @@ chunk) through an ``AnswerSource``, and gets back ``StreamEvent`` items to encod
 Modes:
 - off: items pass through as fast as the source gives them (``AnswerSource.passthrough``);
   no ``End`` (the end marker, if any, was an item like the others);
-- annotate: items pass through at once; the text is segmented and each sentence checked
-  beside the stream; each report goes out as soon as it is ready; the summary ends it;
+- annotate: items pass through at once, as in off mode (up to the end marker); they are read
+  for checks beside the stream, as low-priority work (``low_priority``): the text is
+  segmented and each sentence checked; each report goes out when it is ready; the summary
+  ends it;
 - correct: the text is held per sentence until its check finishes (bounded by the budget)
   and then sent, corrected where the checker edited it, followed by its report.
 """
@@ -23,6 +25,7 @@ Modes:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import math
 import time
@@ -30,6 +33,7 @@ from collections.abc import AsyncIterator, Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
 
+from middleware.chat.low_priority import low_priority
 from middleware.chat.protocol import SentenceEvent, SummaryEvent
 from middleware.checking import CheckRunner, CheckSession
 from middleware.metrics import TIME_TO_FIRST_TOKEN
@@ -46,11 +50,22 @@ class AnswerSource(Protocol[T]):
     """An answer read once, as items of the face's own kind."""
 
     def items(self) -> AsyncIterator[T]:
-        """The items, each one a unit the source can tell the text of (annotate, correct)."""
+        """The items, each one a unit the source can tell the text of (correct mode)."""
         ...
 
     def passthrough(self) -> AsyncIterator[T]:
-        """The items as fast as they come, unread (off mode)."""
+        """The items as fast as they come, unread (off and annotate modes): an upstream's
+        reads whole, cut only after their last whole event."""
+        ...
+
+    def split(self, item: T) -> list[T]:
+        """The items (as ``items`` gives them) of a ``passthrough`` item; annotate mode reads
+        what went out whole. A source that notes what was sent notes them here."""
+        ...
+
+    def may_end(self, item: T) -> bool:
+        """A ``passthrough`` item may hold the end marker (a cheap test, never a false "no"):
+        annotate mode then splits it before it goes out."""
         ...
 
     def text(self, item: T) -> str:
@@ -144,6 +159,12 @@ class TextSource:
     def passthrough(self) -> AsyncIterator[str]:
         return self.items()
 
+    def split(self, item: str) -> list[str]:
+        return [item]
+
+    def may_end(self, item: str) -> bool:
+        return False
+
     def text(self, item: str) -> str:
         return item
 
@@ -224,12 +245,16 @@ class CheckedStream(Generic[T]):
         self.first_content_at: float | None = None
         self.answer_done_at: float | None = None
         self._end: T | None = None
+        self._stopped = False
+        """The stream was stopped (read to its end or abandoned): its queued reading is dropped."""
 
     async def run(self) -> AsyncIterator[StreamEvent[T]]:
-        """The stream's events, one at a time (``batches``, flattened)."""
-        async for batch in self.batches():
-            for event in batch:
-                yield event
+        """The stream's events, one at a time (``batches``, flattened); closing it closes
+        ``batches`` at once (its checks and queued reading stop then, not when collected)."""
+        async with contextlib.aclosing(self.batches()) as batches:
+            async for batch in batches:
+                for event in batch:
+                    yield event
 
     async def batches(self) -> AsyncIterator[list[StreamEvent[T]]]:
         """The stream's events, each list holding what is ready at once. In annotate mode
@@ -251,6 +276,7 @@ class CheckedStream(Generic[T]):
             async for batch in batches:
                 yield batch
         finally:
+            self._stopped = True
             await self.session.cancel()
 
     # ------------------------------------------------------------------ modes
@@ -272,26 +298,69 @@ class CheckedStream(Generic[T]):
             yield item
 
     async def _annotate(self, queue: asyncio.Queue[Any]) -> None:
+        """Annotate mode: each upstream read goes out whole and at once, as in off mode, and
+        is read for checks (split into items, its text segmented, its sentences submitted)
+        later, as low-priority work (``low_priority``), in order; each report goes out through
+        the same queue, after the reads before it were read. Under a burst the relay thus
+        passes on every stream's tokens, and starts new streams, before it reads for checks.
+        A read that may hold the source's end marker is split at once: the end waits for the
+        summary, and nothing after it is read."""
+        later = low_priority()
         try:
-            async for item in self._answer_items():
-                queue.put_nowait(Forward(item))
-                if text := self.source.text(item):
-                    self._mark_first_content()
-                    self._report_when_done(self.text.feed(text), queue)
+            async for read in self.source.passthrough():
+                self._mark_first_content()
+                if self.source.may_end(read):
+                    items = self._until_end(self.source.split(read))
+                    for item in items:
+                        queue.put_nowait(Forward(item))
+                    later.call(self._read_for_checks, items, queue)
+                    if self._end is not None:
+                        break
+                else:
+                    queue.put_nowait(Forward(read))
+                    later.call(self._read_for_checks, read, queue)
         except Exception as exc:
+            self._stopped = True
             await self.session.cancel()
             queue.put_nowait(Failed(exc))
             queue.put_nowait(None)
             return
         self.answer_done_at = time.perf_counter()
-        self._report_when_done(self.text.flush(), queue)
-        await self.session.wait_all()  # each report's callback ran before wait's gather saw it finish
+        later.call(self._read_for_checks, None, queue)
+        await later.drained()
+        await self.session.wait_all()
+        await later.drained()  # the reports, queued there by their callbacks, are out before the summary
         await self._close(queue, lambda event: event)
 
-    def _report_when_done(self, held: list[Held], queue: asyncio.Queue[Any]) -> None:
+    def _until_end(self, items: list[T]) -> list[T]:
+        """The items before the source's end marker (kept in ``self._end``)."""
+        for at, item in enumerate(items):
+            if self.source.is_end(item):
+                self._end = item
+                return items[:at]
+        return items
+
+    def _read_for_checks(self, read: T | list[T] | None, queue: asyncio.Queue[Any]) -> None:
+        """Annotate mode: a read (or the items it was split into) read for checks: its text
+        segmented and its sentences submitted, each report sent when done; None: the answer
+        ended, what is held is submitted. Nothing once the stream has stopped."""
+        if self._stopped:
+            return
+        if read is None:
+            self._report_when_done(self.text.flush(), queue)
+            return
+        for item in read if isinstance(read, list) else self.source.split(read):
+            if text := self.source.text(item):
+                self._report_when_done(self.text.feed(text), queue)
+
+    @staticmethod
+    def _report_when_done(held: list[Held], queue: asyncio.Queue[Any]) -> None:
+        """Each check's report into ``queue`` when it is done, through the low-priority
+        queue: behind the reads queued before it, so that whatever the source noted as it
+        read them (a sequence number) is up to date with what went out before the report."""
         def on_done(task: asyncio.Future[SentenceReport]) -> None:
             if not task.cancelled() and task.exception() is None:
-                queue.put_nowait(SentenceEvent(report=task.result()))
+                low_priority().call(queue.put_nowait, SentenceEvent(report=task.result()))
 
         for item in held:
             if item.task is not None:

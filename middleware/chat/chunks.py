@@ -18,7 +18,7 @@ from typing import Any
 from middleware.chat.protocol import ChatChunk, ChunkChoice
 from middleware.chat.typed_events import event_json, whole_events
 from middleware.interfaces import UpstreamStream
-from middleware.sse import DEFAULT_MAX_EVENT_BYTES, SSEEvent, encode_event
+from middleware.sse import DEFAULT_MAX_EVENT_BYTES, DONE, SSEEvent, encode_event, split_events
 
 DONE_EVENT = b"data: [DONE]\n\n"
 _TEMPLATE_KEYS = ("id", "created", "model", "system_fingerprint")
@@ -54,6 +54,14 @@ class UpstreamChunks:
         """Whole events, each upstream read in one item, untouched (``typed_events.whole_events``)."""
         async for raw in whole_events(self._upstream, self._max_event_bytes):
             yield ChunkItem(raw=raw)
+
+    def split(self, item: ChunkItem) -> list[ChunkItem]:
+        if item.raw is None:
+            return [item]
+        return [ChunkItem(raw=event.raw, chunk=self._parse(event), done=event.is_done) for event in split_events(item.raw)]
+
+    def may_end(self, item: ChunkItem) -> bool:
+        return item.raw is None or DONE.encode() in item.raw
 
     def text(self, item: ChunkItem) -> str:
         return content0(item.chunk)

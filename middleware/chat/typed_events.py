@@ -17,7 +17,7 @@ from typing import Any
 from middleware.errors import UpstreamError
 from middleware.interfaces import UpstreamStream
 from middleware.metrics import UPSTREAM_ERRORS
-from middleware.sse import DEFAULT_MAX_EVENT_BYTES, EventCutter, EventTooLarge, SSEEvent, dumps
+from middleware.sse import DEFAULT_MAX_EVENT_BYTES, EventCutter, EventTooLarge, SSEEvent, dumps, split_events
 
 log = logging.getLogger(__name__)
 
@@ -52,6 +52,7 @@ class TypedEvents(ABC):
     def __init__(self, upstream: UpstreamStream, max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES) -> None:
         self._upstream = upstream
         self._max_event_bytes = max_event_bytes
+        self._end_names = [name.encode() for name in self.END_TYPES]
 
     async def items(self) -> AsyncIterator[EventItem]:
         async for event in self._upstream.events():
@@ -61,6 +62,15 @@ class TypedEvents(ABC):
         """Whole events, each upstream read in one item, untouched (off mode)."""
         async for raw in whole_events(self._upstream, self._max_event_bytes):
             yield EventItem(raw=raw)
+
+    def split(self, item: EventItem) -> list[EventItem]:
+        """The events of a read that went out whole, noted as they left (``leaving``)."""
+        if item.raw is None:
+            return [item]
+        return [self.leaving(EventItem(raw=event.raw, data=_parse(event))) for event in split_events(item.raw)]
+
+    def may_end(self, item: EventItem) -> bool:
+        return item.raw is None or any(end in item.raw for end in self._end_names)
 
     def is_end(self, item: EventItem) -> bool:
         return item.type in self.END_TYPES

@@ -22,6 +22,7 @@ from middleware.chat.wire import ReceivedReports
 from middleware.render import print_checked
 from middleware.server import eventloop
 from middleware.server.connections import GuardedRunner
+from middleware.server.listener import AcceptingSite
 from middleware.server.workers import WorkerFailed, run_workers
 from middleware.settings import ServerSettings, Settings, describe_settings, load_settings
 from middleware.types import Mode, SentenceReport, StreamSummary
@@ -51,7 +52,7 @@ async def start_site(
         keepalive_timeout_s=server.keepalive_timeout_s, max_idle_connections=server.max_idle_connections,
     )
     await runner.setup()
-    site = web.TCPSite(runner, host, port, reuse_port=reuse_port)
+    site = AcceptingSite(runner, host, port, reuse_port=reuse_port)
     await site.start()
     bound = runner.addresses[0][1]
     return runner, bound

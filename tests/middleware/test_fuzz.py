@@ -166,6 +166,10 @@ def test_byte_pipe_refuses_an_oversized_event_and_sends_none_of_it():
         cutter.feed(b"2345678901")  # unfinished and past the limit
     with pytest.raises(EventTooLarge):  # finished in one read, but past the limit
         EventCutter(max_event_bytes=16).feed(b"data: 1\n\ndata: 12345678901234\n\n")
+    cutter = EventCutter(max_event_bytes=16)  # whole events, then an unfinished one past the limit, in one read
+    assert cutter.feed(b"data: 1\n\ndata: 12345678901234") == b"data: 1\n\n"  # the whole events go first
+    with pytest.raises(EventTooLarge):
+        cutter.flush()
     with pytest.raises(EventTooLarge):
         parser = SSEParser(max_event_bytes=16)
         assert [e.data for e in parser.feed(b"data: 1\n\ndata: 12345678901234\n\n")] == ["1"]  # the events before it

@@ -5,12 +5,18 @@ request's session stops what it still runs."""
 from __future__ import annotations
 
 import asyncio
+import json
+import time
 from collections.abc import AsyncIterator
 
+from adapters.upstream import UpstreamStream
+from middleware.chat.chunks import ChunkItem, UpstreamChunks
+from middleware.chat.low_priority import low_priority
 from middleware.chat.checked_stream import CheckedStream, CheckedText, Forward, TextSource, whole_answer_budget
 from middleware.checking import CheckRunner
 from middleware.interfaces import RequestChecks
 from middleware.settings import CheckSettings
+from middleware.sse import SSEEvent, split_events
 from middleware.types import CheckContext, Mode, Sentence, SentenceReport
 from tests.support.checkers import ScriptedChecker
 
@@ -107,3 +113,85 @@ async def test_annotate_batches_hold_what_one_read_brought_and_run_flattens_them
     flat = [type(e).__name__ for batch in batches for e in batch]
     assert flat == [type(e).__name__ for e in await events(batched=False)]
     assert flat.count("SentenceEvent") == 2 and flat[-2:] == ["SummaryEvent", "End"]
+
+
+async def test_annotate_relays_a_stream_before_the_reading_for_checks_queued_ahead_of_it():
+    """Under a burst the relay passes tokens on first: the stream's items all go out while
+    earlier low-priority work (other streams' reading for checks) still waits; the stream's
+    own sentences are read after that work, and every report still comes."""
+    later = low_priority()
+    backlog_done: list[bool] = []
+    for _ in range(30):
+        later.call(time.sleep, 0.002)  # 60 ms of other streams' reading, in 2 ms calls
+    later.call(backlog_done.append, True)
+    reads = [["Curie was ", "born in 1867."], [" She ", "died ", "in 1934."]]
+    session = CheckRunner(ScriptedChecker(), CheckSettings()).session(CheckContext(mode=Mode.ANNOTATE))
+    seen: list[tuple[str, bool]] = []
+    async for event in CheckedStream(ReadsSource(reads), session).run():
+        seen.append((type(event).__name__, bool(backlog_done)))
+    session.close()
+    assert [done for kind, done in seen if kind == "Forward"] == [False] * 5
+    assert [done for kind, done in seen if kind == "SentenceEvent"] == [True, True]
+    assert [kind for kind, _ in seen][-2:] == ["SummaryEvent", "End"]
+
+
+async def test_an_abandoned_annotate_stream_drops_its_queued_reading():
+    later = low_priority()
+    for _ in range(10):
+        later.call(time.sleep, 0.002)  # the reading waits behind this
+    checker = ScriptedChecker()
+    session = CheckRunner(checker, CheckSettings()).session(CheckContext(mode=Mode.ANNOTATE))
+    events = CheckedStream(ReadsSource([["Curie was born in 1867.", " She died in 1934."]]), session).run()
+    assert isinstance(await anext(events), Forward)
+    await events.aclose()  # the client left before the text was read for checks
+    await later.drained()
+    session.close()
+    assert checker.seen == [] and session.tasks == []
+
+
+class ReadsUpstream(UpstreamStream):
+    """An upstream whose body arrives in the given reads."""
+
+    def __init__(self, reads: list[bytes]) -> None:
+        super().__init__(response=None)  # type: ignore[arg-type]
+        self.reads = reads
+
+    async def chunks(self) -> AsyncIterator[bytes]:
+        for read in self.reads:
+            await asyncio.sleep(0)
+            yield read
+
+    def close(self) -> None:
+        pass
+
+
+def chunk_event(text: str) -> bytes:
+    data = {"id": "c1", "object": "chat.completion.chunk", "created": 1, "model": "m",
+            "choices": [{"index": 0, "delta": {"content": text}, "finish_reason": None}]}
+    return b"data: " + json.dumps(data).encode() + b"\n\n"
+
+
+async def test_annotate_sends_reads_whole_and_holds_the_end_marker_that_shares_a_read():
+    first = chunk_event("Curie was born ") + chunk_event("in 1867.")
+    last = chunk_event(" She died in 1934.")
+    reads = [first, last + b"data: [DONE]\n\n" + chunk_event(" Never read.")]
+    session = CheckRunner(ScriptedChecker(), CheckSettings()).session(CheckContext(mode=Mode.ANNOTATE))
+    events = [event async for event in CheckedStream(UpstreamChunks(ReadsUpstream(reads)), session).run()]
+    session.close()
+    kinds = [type(event).__name__ for event in events]
+    assert kinds == ["Forward", "Forward", "SentenceEvent", "SentenceEvent", "SummaryEvent", "End"]
+    assert [event.item.raw for event in events[:2]] == [first, last]  # the first read whole, the end held
+    assert events[-1].item.raw == b"data: [DONE]\n\n"
+    assert [event.report.text for event in events[2:4]] == ["Curie was born in 1867.", "She died in 1934."]
+
+
+def test_a_read_is_split_into_its_events_and_the_end_test_never_misses():
+    source = UpstreamChunks(ReadsUpstream([]))
+    read = ChunkItem(raw=chunk_event("A [DONE] in the text.") + chunk_event("B"))
+    assert source.may_end(read)  # a false "maybe" costs a split, never a missed end
+    items = source.split(read)
+    assert [source.text(item) for item in items] == ["A [DONE] in the text.", "B"]
+    assert not any(source.is_end(item) for item in items)
+    assert not source.may_end(ChunkItem(raw=chunk_event("B")))
+    assert split_events(b"data: 1\r\n\r\ndata: 2") == [SSEEvent(raw=b"data: 1\r\n\r\n", data="1"),
+                                                        SSEEvent(raw=b"data: 2", data="2")]

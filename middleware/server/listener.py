@@ -1,0 +1,159 @@
+"""The server's listening sockets: every waiting connection accepted at each turn of the loop.
+
+uvloop (libuv since 1.45) accepts one connection per turn of the event loop and counts on
+the socket staying readable for the next. A relay busy with hundreds of streams turns its
+loop every 10-20 ms, so a burst of new connections waits in the kernel's accept queue one
+turn each: with 200 annotate streams starting within half a second, the queue grew to 89
+connections and the last ones waited 300 ms to be accepted, before the proxy had read a
+byte of their requests (off mode's shorter turns kept up). asyncio's own loop accepts up to
+the backlog at once (bpo-27906). ``AcceptingSite`` does that on either loop: it watches each
+listening socket itself (``add_reader``), accepts until the kernel's queue is empty, and
+hands every connection to aiohttp's server (``connect_accepted_socket``). The work per
+connection is the same; what changes is that none waits for other turns of the loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import errno
+import logging
+import socket
+from typing import Any
+
+from aiohttp import web
+
+log = logging.getLogger(__name__)
+
+BACKLOG = 1024
+"""The kernel's accept queue per socket (capped by ``net.core.somaxconn``): room for a burst."""
+RETRY_AFTER_S = 1.0
+"""Out of file descriptors (or memory), accepting pauses this long, as asyncio's loop does."""
+_OUT_OF_RESOURCES = {errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM}
+
+
+def listening_sockets(host: str | None, port: int, reuse_port: bool = False) -> list[socket.socket]:
+    """Non-blocking sockets listening on every address of ``host`` (all interfaces when None
+    or empty), with SO_REUSEADDR, and SO_REUSEPORT when asked, as ``loop.create_server`` binds."""
+    infos = socket.getaddrinfo(host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    sockets: list[socket.socket] = []
+    try:
+        for family, kind, proto, _, address in dict.fromkeys(infos):
+            sock = socket.socket(family, kind, proto)
+            sockets.append(sock)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            if reuse_port:
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+            if family == socket.AF_INET6:  # one socket per family, as asyncio binds "::" and "0.0.0.0"
+                sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+            sock.bind(address)
+            sock.listen(BACKLOG)
+            sock.setblocking(False)
+    except OSError:
+        for sock in sockets:
+            sock.close()
+        raise
+    return sockets
+
+
+class AcceptingServer(asyncio.AbstractServer):
+    """Listening sockets whose connections go to ``protocol_factory`` (aiohttp's server),
+    each accepted as soon as the loop learns of it, all waiting ones at once."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, protocol_factory: Any, sockets: list[socket.socket]) -> None:
+        self._loop = loop
+        self._protocol_factory = protocol_factory
+        self._sockets = sockets
+        self._serving = False
+        self._opening: set[asyncio.Task[Any]] = set()
+
+    @property
+    def sockets(self) -> tuple[socket.socket, ...]:
+        return tuple(self._sockets)
+
+    def get_loop(self) -> asyncio.AbstractEventLoop:
+        return self._loop
+
+    def is_serving(self) -> bool:
+        return self._serving
+
+    async def start_serving(self) -> None:
+        if not self._serving:
+            self._serving = True
+            for sock in self._sockets:
+                self._loop.add_reader(sock.fileno(), self._accept, sock)
+
+    async def serve_forever(self) -> None:
+        await self.start_serving()
+        await asyncio.Event().wait()
+
+    def close(self) -> None:
+        """Stop accepting and close the sockets; connections already open stay with aiohttp
+        (its runner closes them at cleanup)."""
+        if self._serving:
+            for sock in self._sockets:
+                self._loop.remove_reader(sock.fileno())
+        self._serving = False
+        for sock in self._sockets:
+            sock.close()
+        self._sockets = []
+
+    async def wait_closed(self) -> None:
+        if self._opening:
+            await asyncio.gather(*self._opening, return_exceptions=True)
+
+    def _accept(self, listening: socket.socket) -> None:
+        for _ in range(BACKLOG):
+            try:
+                connection, _ = listening.accept()
+            except (BlockingIOError, InterruptedError):
+                return  # the queue is empty
+            except ConnectionAbortedError:
+                continue  # the client gave up while it waited
+            except OSError as exc:
+                if exc.errno not in _OUT_OF_RESOURCES:
+                    raise
+                log.error("cannot accept connections (%s); trying again in %.0f s", exc, RETRY_AFTER_S)
+                self._loop.remove_reader(listening.fileno())
+                self._loop.call_later(RETRY_AFTER_S, self._resume, listening)
+                return
+            connection.setblocking(False)
+            opening = self._loop.create_task(self._open(connection))
+            self._opening.add(opening)
+            opening.add_done_callback(self._opening.discard)
+
+    def _resume(self, listening: socket.socket) -> None:
+        if self._serving and listening in self._sockets:
+            self._loop.add_reader(listening.fileno(), self._accept, listening)
+
+    async def _open(self, connection: socket.socket) -> None:
+        try:
+            await self._loop.connect_accepted_socket(self._protocol_factory, connection)
+        except OSError as exc:  # reset before it was set up: nothing was read from it
+            log.debug("connection lost while it was set up: %s", exc)
+            connection.close()
+
+
+class AcceptingSite(web.BaseSite):
+    """aiohttp's TCP site, listening through ``AcceptingServer``."""
+
+    __slots__ = ("_host", "_port", "_reuse_port")
+
+    def __init__(self, runner: web.BaseRunner, host: str | None, port: int, reuse_port: bool = False) -> None:
+        super().__init__(runner, backlog=BACKLOG)
+        self._host = host
+        self._port = port
+        self._reuse_port = reuse_port
+
+    @property
+    def name(self) -> str:
+        return f"http://{self._host or '0.0.0.0'}:{self._port}"
+
+    async def start(self) -> None:
+        await super().start()
+        server = self._runner.server
+        assert server is not None
+        accepting = AcceptingServer(asyncio.get_running_loop(), server,
+                                    listening_sockets(self._host, self._port, self._reuse_port))
+        self._server = accepting
+        self._port = accepting.sockets[0].getsockname()[1]
+        await accepting.start_serving()

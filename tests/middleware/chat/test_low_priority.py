@@ -1,0 +1,79 @@
+"""The low-priority queue: order, slices per turn of the loop, failures, one queue per loop."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+
+import pytest
+
+from middleware.chat import low_priority as module
+from middleware.chat.low_priority import LowPriority, low_priority
+
+
+async def test_calls_run_in_order_after_the_current_callback() -> None:
+    queue = low_priority()
+    ran: list[int] = []
+    for i in range(5):
+        queue.call(ran.append, i)
+    assert ran == []  # nothing runs inside the caller's own turn
+    await queue.drained()
+    assert ran == [0, 1, 2, 3, 4]
+    assert len(queue) == 0
+
+
+async def test_a_turn_of_the_loop_runs_at_most_one_slice(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Slow calls are spread over turns: between two slices the loop runs what became ready
+    meanwhile (here a callback queued by the first call), so relaying never waits for the
+    whole queue."""
+    monkeypatch.setattr(module, "SLICE_S", 0.002)
+    loop = asyncio.get_running_loop()
+    queue = LowPriority(loop)
+    order: list[str] = []
+
+    def slow(name: str) -> None:
+        time.sleep(0.003)  # longer than a slice: one call per turn
+        order.append(name)
+        if name == "a":
+            loop.call_soon(order.append, "relayed")
+
+    for name in "abc":
+        queue.call(slow, name)
+    await queue.drained()
+    assert order == ["a", "relayed", "b", "c"]
+
+
+async def test_cheap_calls_share_one_turn() -> None:
+    loop = asyncio.get_running_loop()
+    queue = LowPriority(loop)
+    order: list[str] = []
+    for i in range(100):
+        queue.call(order.append, str(i))
+    loop.call_soon(order.append, "other")  # queued after the queue's first turn
+    await queue.drained()
+    assert order.index("other") == 100  # the hundred cheap calls took one slice
+
+
+async def test_a_failing_call_is_logged_and_the_rest_run(caplog: pytest.LogCaptureFixture) -> None:
+    queue = low_priority()
+    ran: list[int] = []
+
+    def fail() -> None:
+        raise ValueError("boom")
+
+    queue.call(fail)
+    queue.call(ran.append, 1)
+    with caplog.at_level(logging.ERROR, logger=module.__name__):
+        await queue.drained()
+    assert ran == [1]
+    assert "boom" in caplog.text
+
+
+def test_one_queue_per_event_loop() -> None:
+    async def queue_of_this_loop() -> LowPriority:
+        first = low_priority()
+        assert low_priority() is first
+        return first
+
+    assert asyncio.run(queue_of_this_loop()) is not asyncio.run(queue_of_this_loop())

@@ -1,0 +1,93 @@
+"""The listening site: a burst of connections is accepted in one turn of the loop, on uvloop
+too (whose own server accepts one connection per turn); requests are served as before."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+
+import aiohttp
+import pytest
+from aiohttp import web
+
+from middleware.server.commands import start_site
+from middleware.server.listener import AcceptingServer, listening_sockets
+
+uvloop = pytest.importorskip("uvloop")
+
+
+class Counting(asyncio.Protocol):
+    made = 0
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        Counting.made += 1
+
+
+async def accepted_within_turns(make_server: str, burst: int, turns: int) -> int:
+    """Connections of a burst (all completed by the kernel before the loop runs) that the
+    loop has handed to their protocol after ``turns`` turns."""
+    loop = asyncio.get_running_loop()
+    Counting.made = 0
+    if make_server == "accepting":
+        server: asyncio.AbstractServer = AcceptingServer(loop, Counting, listening_sockets("127.0.0.1", 0))
+        await server.start_serving()
+    else:
+        server = await loop.create_server(Counting, "127.0.0.1", 0, backlog=1024)
+    port = server.sockets[0].getsockname()[1]
+    clients = []
+    for _ in range(burst):  # blocking connects: the kernel completes them, the loop does not run
+        client = socket.create_connection(("127.0.0.1", port))
+        clients.append(client)
+    for _ in range(turns):
+        await asyncio.sleep(0)
+    made = Counting.made
+    for client in clients:
+        client.close()
+    server.close()
+    await server.wait_closed()
+    return made
+
+
+def test_a_burst_of_connections_is_accepted_at_once_on_uvloop() -> None:
+    burst = 50
+    assert uvloop.run(accepted_within_turns("accepting", burst, turns=5)) == burst
+    # uvloop's own server: one connection a turn (what the site replaces)
+    assert uvloop.run(accepted_within_turns("uvloop", burst, turns=5)) < burst
+
+
+async def test_the_site_serves_many_requests_at_once_and_stops_listening_when_cleaned_up() -> None:
+    app = web.Application()
+
+    async def hello(request: web.Request) -> web.Response:
+        return web.Response(text="hello")
+
+    app.router.add_get("/", hello)
+    runner, port = await start_site(app, "127.0.0.1", 0)
+    assert runner.addresses == [("127.0.0.1", port)]
+    try:
+        async with aiohttp.ClientSession() as session:
+            async def get() -> str:
+                async with session.get(f"http://127.0.0.1:{port}/") as response:
+                    return await response.text()
+
+            assert await asyncio.gather(*(get() for _ in range(200))) == ["hello"] * 200
+    finally:
+        await runner.cleanup()
+    with pytest.raises(ConnectionRefusedError):
+        socket.create_connection(("127.0.0.1", port), timeout=2).close()
+
+
+def test_listening_sockets_set_reuse_port_when_asked() -> None:
+    plain, = listening_sockets("127.0.0.1", 0)
+    port = plain.getsockname()[1]
+    shared_a, = listening_sockets("127.0.0.1", 0, reuse_port=True)
+    shared_port = shared_a.getsockname()[1]
+    shared_b, = listening_sockets("127.0.0.1", shared_port, reuse_port=True)  # a second process's socket
+    try:
+        assert plain.getsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT) == 0
+        assert shared_b.getsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT) == 1
+        with pytest.raises(OSError):
+            listening_sockets("127.0.0.1", port)  # taken, and not shared
+    finally:
+        for sock in (plain, shared_a, shared_b):
+            sock.close()
