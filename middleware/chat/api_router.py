@@ -11,7 +11,7 @@ from typing import Any, TypeVar
 
 from aiohttp import web
 
-from middleware.chat.checked_stream import End, Failed, Forward, StreamEvent, Text
+from middleware.chat.checked_stream import End, Failed, Forward, Rendered, StreamEvent, Text
 from middleware.chat.chunks import DONE_EVENT, ChunkItem, UpstreamChunks
 from middleware.chat.protocol import SentenceEvent, SummaryEvent, error_body
 from middleware.chat.serving import ChatService
@@ -59,7 +59,8 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
         headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache", "X-Factcheck-Mode": mode.value}
     )
     async with service.open_stream(chat, forward, mode, headers, started) as opened:
-        await relay(request, response, opened.checked.batches(), SSEEncoder(opened.chunks).encode)
+        encode = SSEEncoder(opened.chunks).encode
+        await relay(request, response, opened.checked.batches(render=encode), encode)
     return response
 
 
@@ -70,7 +71,8 @@ async def relay(
     encode: Callable[[StreamEvent[T]], bytes],
 ) -> None:
     """Send a checked stream's events as ``encode`` writes them, for every face, each batch
-    (``CheckedStream.batches``) in one write; a failure event sets the request's outcome. A
+    (``CheckedStream.batches``, whose reports ``encode`` may have rendered already) in one
+    write; a failure event sets the request's outcome. A
     client that closes the connection is counted as ``client_gone``, never an error: a failed
     write returns quietly (re-raised, aiohttp would log a traceback), a cancellation goes on up."""
     try:
@@ -79,7 +81,7 @@ async def relay(
             for event in batch:
                 if isinstance(event, Failed):
                     request[OUTCOME_KEY] = failure_outcome(event.error)
-            if data := b"".join([encode(event) for event in batch]):
+            if data := b"".join([event.data if isinstance(event, Rendered) else encode(event) for event in batch]):
                 await response.write(data)
         await response.write_eof()
     except (ConnectionResetError, asyncio.CancelledError) as exc:

@@ -9,7 +9,9 @@ chunk) through an ``AnswerSource``, and gets back ``StreamEvent`` items to encod
 - ``Text(text)``: correct mode: a sentence's text as the client gets it (edited or as written);
 - ``SentenceEvent`` / ``SummaryEvent`` (the protocol's ``factcheck`` events);
 - ``Failed(error)``: the answer broke off; nothing follows;
-- ``End(item)``: the answer is complete (``item``: the source's own end marker, if it sent one).
+- ``End(item)``: the answer is complete (``item``: the source's own end marker, if it sent one);
+- ``Rendered(data)``: annotate mode, a report or the summary rendered by the face's renderer
+  (``batches(render=...)``) as low-priority work.
 
 Modes:
 - off: items pass through as fast as the source gives them (``AnswerSource.passthrough``);
@@ -105,7 +107,15 @@ class End(Generic[T]):
     item: T | None = None
 
 
-StreamEvent = Forward[T] | Text | SentenceEvent | SummaryEvent | Failed | End[T]
+@dataclass(frozen=True, slots=True)
+class Rendered:
+    """Annotate mode, when ``batches`` was given a renderer: a report or the summary as the
+    face writes it, rendered as low-priority work."""
+
+    data: bytes
+
+
+StreamEvent = Forward[T] | Text | SentenceEvent | SummaryEvent | Failed | End[T] | Rendered
 
 
 @dataclass(slots=True)
@@ -245,6 +255,7 @@ class CheckedStream(Generic[T]):
         self.first_content_at: float | None = None
         self.answer_done_at: float | None = None
         self._end: T | None = None
+        self._render: Callable[[StreamEvent[T]], bytes] | None = None
         self._stopped = False
         """The stream was stopped (read to its end or abandoned): its queued reading is dropped."""
 
@@ -256,13 +267,17 @@ class CheckedStream(Generic[T]):
                 for event in batch:
                     yield event
 
-    async def batches(self) -> AsyncIterator[list[StreamEvent[T]]]:
+    async def batches(self, render: Callable[[StreamEvent[T]], bytes] | None = None,
+                      ) -> AsyncIterator[list[StreamEvent[T]]]:
         """The stream's events, each list holding what is ready at once. In annotate mode
         that is the events of one upstream read with the reports that finished meanwhile: a
         relay writes each list in one write, so that a busy relay, which reads several events
         a read, does not pay a write (a system call, which on loopback also delivers) for
         every token. Off mode's items are whole reads already; correct mode's events wait for
-        their checks, so each goes out alone."""
+        their checks, so each goes out alone. ``render``: annotate mode's reports and summary
+        come as ``Rendered`` by it, rendered as low-priority work (``low_priority``), behind
+        the reading of what went out before them."""
+        self._render = render
         try:
             if self.mode is Mode.OFF:
                 async for event in self._off():
@@ -330,7 +345,10 @@ class CheckedStream(Generic[T]):
         await later.drained()
         await self.session.wait_all()
         await later.drained()  # the reports, queued there by their callbacks, are out before the summary
-        await self._close(queue, lambda event: event)
+        summary = SummaryEvent(summary=await self.session.summary(self._added_ms()))
+        await later.run(self._queue_own, summary, queue)
+        queue.put_nowait(End(self._end))
+        queue.put_nowait(None)
 
     def _until_end(self, items: list[T]) -> list[T]:
         """The items before the source's end marker (kept in ``self._end``)."""
@@ -353,18 +371,23 @@ class CheckedStream(Generic[T]):
             if text := self.source.text(item):
                 self._report_when_done(self.text.feed(text), queue)
 
-    @staticmethod
-    def _report_when_done(held: list[Held], queue: asyncio.Queue[Any]) -> None:
+    def _report_when_done(self, held: list[Held], queue: asyncio.Queue[Any]) -> None:
         """Each check's report into ``queue`` when it is done, through the low-priority
         queue: behind the reads queued before it, so that whatever the source noted as it
         read them (a sequence number) is up to date with what went out before the report."""
         def on_done(task: asyncio.Future[SentenceReport]) -> None:
             if not task.cancelled() and task.exception() is None:
-                low_priority().call(queue.put_nowait, SentenceEvent(report=task.result()))
+                low_priority().call(self._queue_own, SentenceEvent(report=task.result()), queue)
 
         for item in held:
             if item.task is not None:
                 item.task.add_done_callback(on_done)
+
+    def _queue_own(self, event: SentenceEvent | SummaryEvent, queue: asyncio.Queue[Any]) -> None:
+        """Annotate mode: a report or the summary into ``queue``, rendered if a renderer was
+        given; nothing once the stream has stopped."""
+        if not self._stopped:
+            queue.put_nowait(Rendered(self._render(event)) if self._render is not None else event)
 
     async def _correct(self, queue: asyncio.Queue[Any]) -> None:
         try:
@@ -411,10 +434,13 @@ class CheckedStream(Generic[T]):
 
     async def _close(self, queue: asyncio.Queue[Any], wrap: Callable[[Any], Any]) -> None:
         """The summary, then the end (the source's own marker when it sent one)."""
-        added = (time.perf_counter() - self.answer_done_at) * 1000.0 if self.answer_done_at is not None else None
-        queue.put_nowait(wrap(SummaryEvent(summary=await self.session.summary(added))))
+        queue.put_nowait(wrap(SummaryEvent(summary=await self.session.summary(self._added_ms()))))
         queue.put_nowait(wrap(End(self._end)))
         queue.put_nowait(None)
+
+    def _added_ms(self) -> float | None:
+        """What the check adds after the answer: the time since the answer ended."""
+        return (time.perf_counter() - self.answer_done_at) * 1000.0 if self.answer_done_at is not None else None
 
     # ------------------------------------------------------------------ plumbing
     async def _drain(

@@ -18,8 +18,9 @@ import time
 import weakref
 from collections import deque
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
+R = TypeVar("R")
 log = logging.getLogger(__name__)
 
 SLICE_S = 0.001
@@ -47,11 +48,15 @@ class LowPriority:
             self._scheduled = True
             self._loop.call_soon(self._run)
 
+    def run(self, function: Callable[..., R], *args: Any) -> asyncio.Future[R]:
+        """``function(*args)`` queued like ``call``; its result (or exception) in the future."""
+        result: asyncio.Future[R] = self._loop.create_future()
+        self.call(_resolve, result, function, args)
+        return result
+
     def drained(self) -> asyncio.Future[None]:
         """A future done once every call queued before now has run."""
-        done: asyncio.Future[None] = self._loop.create_future()
-        self.call(_finish, done)
-        return done
+        return self.run(_nothing)
 
     def _run(self) -> None:
         deadline = time.perf_counter() + SLICE_S
@@ -70,9 +75,17 @@ class LowPriority:
             self._scheduled = False
 
 
-def _finish(done: asyncio.Future[None]) -> None:
-    if not done.done():
-        done.set_result(None)
+def _resolve(result: asyncio.Future[R], function: Callable[..., R], args: tuple[Any, ...]) -> None:
+    if result.done():  # its waiter was cancelled: nobody wants it
+        return
+    try:
+        result.set_result(function(*args))
+    except Exception as exc:  # the waiter gets it
+        result.set_exception(exc)
+
+
+def _nothing() -> None:
+    return None
 
 
 def low_priority() -> LowPriority:

@@ -12,7 +12,9 @@ from collections.abc import AsyncIterator
 from adapters.upstream import UpstreamStream
 from middleware.chat.chunks import ChunkItem, UpstreamChunks
 from middleware.chat.low_priority import low_priority
-from middleware.chat.checked_stream import CheckedStream, CheckedText, Forward, TextSource, whole_answer_budget
+from middleware.chat.checked_stream import (CheckedStream, CheckedText, End, Forward, Rendered, TextSource,
+                                            whole_answer_budget)
+from middleware.chat.protocol import SentenceEvent, SummaryEvent
 from middleware.checking import CheckRunner
 from middleware.interfaces import RequestChecks
 from middleware.settings import CheckSettings
@@ -195,3 +197,20 @@ def test_a_read_is_split_into_its_events_and_the_end_test_never_misses():
     assert not source.may_end(ChunkItem(raw=chunk_event("B")))
     assert split_events(b"data: 1\r\n\r\ndata: 2") == [SSEEvent(raw=b"data: 1\r\n\r\n", data="1"),
                                                         SSEEvent(raw=b"data: 2", data="2")]
+
+
+async def test_annotate_reports_and_summary_come_rendered_by_the_faces_renderer():
+    reads = [["Curie was ", "born in 1867."], [" She ", "died ", "in 1934."]]
+    session = CheckRunner(ScriptedChecker(), CheckSettings()).session(CheckContext(mode=Mode.ANNOTATE))
+
+    def render(event: object) -> bytes:
+        assert isinstance(event, SentenceEvent | SummaryEvent)
+        return (event.report.text if isinstance(event, SentenceEvent) else "summary").encode()
+
+    stream = CheckedStream(ReadsSource(reads), session)
+    events = [event async for batch in stream.batches(render=render) for event in batch]
+    session.close()
+    rendered = [event.data for event in events if isinstance(event, Rendered)]
+    assert rendered == [b"Curie was born in 1867.", b"She died in 1934.", b"summary"]
+    assert not any(isinstance(event, SentenceEvent | SummaryEvent) for event in events)
+    assert isinstance(events[-1], End) and isinstance(events[-2], Rendered)

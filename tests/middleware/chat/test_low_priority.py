@@ -77,3 +77,13 @@ def test_one_queue_per_event_loop() -> None:
         return first
 
     assert asyncio.run(queue_of_this_loop()) is not asyncio.run(queue_of_this_loop())
+
+
+async def test_run_gives_the_result_or_the_exception_of_its_call() -> None:
+    queue = low_priority()
+    assert await queue.run(sum, [1, 2, 3]) == 6
+    with pytest.raises(ZeroDivisionError):
+        await queue.run(divmod, 1, 0)
+    waiter = queue.run(time.sleep, 0)
+    waiter.cancel()  # nobody waits: the call's result is dropped
+    await queue.drained()
