@@ -67,7 +67,7 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
 async def relay(
     request: web.Request,
     response: web.StreamResponse,
-    batches: AsyncIterator[list[StreamEvent[T]]],
+    batches: AsyncIterator[list[StreamEvent[T] | Rendered]],
     encode: Callable[[StreamEvent[T]], bytes],
 ) -> None:
     """Send a checked stream's events as ``encode`` writes them, for every face, each batch

@@ -31,7 +31,7 @@ import contextlib
 import logging
 import math
 import time
-from collections.abc import AsyncIterator, Callable, Coroutine
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
 
@@ -115,7 +115,7 @@ class Rendered:
     data: bytes
 
 
-StreamEvent = Forward[T] | Text | SentenceEvent | SummaryEvent | Failed | End[T] | Rendered
+StreamEvent = Forward[T] | Text | SentenceEvent | SummaryEvent | Failed | End[T]
 
 
 @dataclass(slots=True)
@@ -265,10 +265,11 @@ class CheckedStream(Generic[T]):
         async with contextlib.aclosing(self.batches()) as batches:
             async for batch in batches:
                 for event in batch:
+                    assert not isinstance(event, Rendered)  # only a renderer makes them
                     yield event
 
     async def batches(self, render: Callable[[StreamEvent[T]], bytes] | None = None,
-                      ) -> AsyncIterator[list[StreamEvent[T]]]:
+                      ) -> AsyncGenerator[list[StreamEvent[T] | Rendered], None]:
         """The stream's events, each list holding what is ready at once. In annotate mode
         that is the events of one upstream read with the reports that finished meanwhile: a
         relay writes each list in one write, so that a busy relay, which reads several events
@@ -446,7 +447,7 @@ class CheckedStream(Generic[T]):
     async def _drain(
         self, reader: Callable[[asyncio.Queue[Any]], Coroutine[Any, Any, None]],
         expand: Callable[[Any], AsyncIterator[StreamEvent[T]]] | None = None,
-    ) -> AsyncIterator[list[StreamEvent[T]]]:
+    ) -> AsyncIterator[list[StreamEvent[T] | Rendered]]:
         """Run ``reader`` (filling a queue until it puts None) and yield what the queued items
         expand to: with ``expand``, each event it makes alone; without, the items themselves
         (annotate mode's every token), all those queued at once in one list, with no generator
