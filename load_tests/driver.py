@@ -147,15 +147,19 @@ class Process:
         None for a process without the probe."""
         if self.lag_file is None:
             return None
-        before = os.stat(self.lag_file).st_mtime_ns if os.path.exists(self.lag_file) else 0
+        # The file is removed, then awaited: the probe writes it whole (os.replace). Comparing
+        # modification times missed a second write in the same clock tick as the first (the
+        # driver asks twice in a row between two runs), and the run failed after 10 s.
+        Path(self.lag_file).unlink(missing_ok=True)
         os.kill(self.proc.pid, signal.SIGUSR1)
         deadline = time.time() + 10
         while time.time() < deadline:
-            if os.path.exists(self.lag_file) and os.stat(self.lag_file).st_mtime_ns != before:
+            if os.path.exists(self.lag_file):
                 text = Path(self.lag_file).read_text()
                 return [float(line) for line in text.split()]
             time.sleep(0.02)
-        raise RuntimeError(f"{self.name} wrote no loop lag samples")
+        state = "running" if self.proc.poll() is None else f"exited with {self.proc.returncode}"
+        raise RuntimeError(f"{self.name} ({state}) wrote no loop lag samples in 10 s:\n{self.log_tail()}")
 
     def _wait_ready(self, timeout: float, ready_text: str | None) -> None:
         """Until the port accepts connections and, if given, ``ready_text`` is in the log."""

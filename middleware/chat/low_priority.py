@@ -61,18 +61,20 @@ class LowPriority:
     def _run(self) -> None:
         deadline = time.perf_counter() + SLICE_S
         calls = self._calls
-        while calls:
-            function, args = calls.popleft()
-            try:
-                function(*args)
-            except Exception:  # one stream's failure must not stop the others' work
-                log.exception("low-priority call %r failed", function)
-            if time.perf_counter() >= deadline:
-                break
-        if calls:
-            self._loop.call_soon(self._run)
-        else:
-            self._scheduled = False
+        try:
+            while calls:
+                function, args = calls.popleft()
+                try:
+                    function(*args)
+                except Exception:  # one stream's failure must not stop the others' work
+                    log.exception("low-priority call %r failed", function)
+                if time.perf_counter() >= deadline:
+                    break
+        finally:  # whatever a call raised, the rest still runs at a later turn
+            if calls:
+                self._loop.call_soon(self._run)
+            else:
+                self._scheduled = False
 
 
 def _resolve(result: asyncio.Future[R], function: Callable[..., R], args: tuple[Any, ...]) -> None:
