@@ -4,9 +4,10 @@ write its answer as JSON or as server-sent events. HTTP only: the logic is in ``
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, Callable
 from typing import Any, TypeVar
 
 from aiohttp import web
@@ -67,7 +68,7 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
 async def relay(
     request: web.Request,
     response: web.StreamResponse,
-    batches: AsyncIterator[list[StreamEvent[T] | Rendered]],
+    batches: AsyncGenerator[list[StreamEvent[T] | Rendered], None],
     encode: Callable[[StreamEvent[T]], bytes],
 ) -> None:
     """Send a checked stream's events as ``encode`` writes them, for every face, each batch
@@ -77,12 +78,13 @@ async def relay(
     write returns quietly (re-raised, aiohttp would log a traceback), a cancellation goes on up."""
     try:
         await response.prepare(request)
-        async for batch in batches:
-            for event in batch:
-                if isinstance(event, Failed):
-                    request[OUTCOME_KEY] = failure_outcome(event.error)
-            if data := b"".join([event.data if isinstance(event, Rendered) else encode(event) for event in batch]):
-                await response.write(data)
+        async with contextlib.aclosing(batches):  # a client gone: the stream stops here, now
+            async for batch in batches:
+                for event in batch:
+                    if isinstance(event, Failed):
+                        request[OUTCOME_KEY] = failure_outcome(event.error)
+                if data := b"".join([event.data if isinstance(event, Rendered) else encode(event) for event in batch]):
+                    await response.write(data)
         await response.write_eof()
     except (ConnectionResetError, asyncio.CancelledError) as exc:
         log.info("client went away; upstream request and checks cancelled")

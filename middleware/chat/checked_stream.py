@@ -31,6 +31,7 @@ import contextlib
 import logging
 import math
 import time
+from collections import deque
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
@@ -256,6 +257,10 @@ class CheckedStream(Generic[T]):
         self.answer_done_at: float | None = None
         self._end: T | None = None
         self._render: Callable[[StreamEvent[T]], bytes] | None = None
+        self._unread: deque[T | list[T]] = deque()
+        """Annotate mode: reads sent and not yet read for checks, oldest first."""
+        self._checking = True
+        """Annotate mode: reading submits checks (off once the upstream failed)."""
         self._stopped = False
         """The stream was stopped (read to its end or abandoned): its queued reading is dropped."""
 
@@ -316,10 +321,12 @@ class CheckedStream(Generic[T]):
     async def _annotate(self, queue: asyncio.Queue[Any]) -> None:
         """Annotate mode: each upstream read goes out whole and at once, as in off mode, and
         is read for checks (split into items, its text segmented, its sentences submitted)
-        later, as low-priority work (``low_priority``), in order; each report goes out through
-        the same queue, after the reads before it were read. Under a burst the relay thus
-        passes on every stream's tokens, and starts new streams, before it reads for checks.
-        A read that may hold the source's end marker is split at once: the end waits for the
+        later, as low-priority work (``low_priority``), in order. Reports and the summary go
+        out through the same queue; before one is put out, every read sent before it is
+        read, so that whatever the source notes as it reads (the Responses API's sequence
+        number) is up to date with what went out. Under a burst the relay thus passes on
+        every stream's tokens, and starts new streams, before it reads for checks. A read
+        that may hold the source's end marker is split at once: the end waits for the
         summary, and nothing after it is read."""
         later = low_priority()
         try:
@@ -329,20 +336,24 @@ class CheckedStream(Generic[T]):
                     items = self._until_end(self.source.split(read))
                     for item in items:
                         queue.put_nowait(Forward(item))
-                    later.call(self._read_for_checks, items, queue)
+                    self._sent(items, queue)
                     if self._end is not None:
                         break
                 else:
                     queue.put_nowait(Forward(read))
-                    later.call(self._read_for_checks, read, queue)
+                    self._sent(read, queue)
         except Exception as exc:
-            self._stopped = True
+            # Checks that finished go out, what was sent is read (noted) without new checks,
+            # then the failure ends the stream.
+            self._checking = False
             await self.session.cancel()
+            await later.drained()
+            self._catch_up(queue)
             queue.put_nowait(Failed(exc))
             queue.put_nowait(None)
             return
         self.answer_done_at = time.perf_counter()
-        later.call(self._read_for_checks, None, queue)
+        later.call(self._read_rest, queue)
         await later.drained()
         await self.session.wait_all()
         await later.drained()  # the reports, queued there by their callbacks, are out before the summary
@@ -359,23 +370,40 @@ class CheckedStream(Generic[T]):
                 return items[:at]
         return items
 
-    def _read_for_checks(self, read: T | list[T] | None, queue: asyncio.Queue[Any]) -> None:
-        """Annotate mode: a read (or the items it was split into) read for checks: its text
-        segmented and its sentences submitted, each report sent when done; None: the answer
-        ended, what is held is submitted. Nothing once the stream has stopped."""
-        if self._stopped:
-            return
-        if read is None:
+    def _sent(self, read: T | list[T], queue: asyncio.Queue[Any]) -> None:
+        """A read (or the items it was split into) went out: read it for checks later."""
+        self._unread.append(read)
+        low_priority().call(self._read_next, queue)
+
+    def _read_next(self, queue: asyncio.Queue[Any]) -> None:
+        if self._unread and not self._stopped:
+            self._read(self._unread.popleft(), queue)
+
+    def _catch_up(self, queue: asyncio.Queue[Any]) -> None:
+        """Read every read sent and not read yet."""
+        while self._unread and not self._stopped:
+            self._read(self._unread.popleft(), queue)
+
+    def _read_rest(self, queue: asyncio.Queue[Any]) -> None:
+        """The answer ended: the reads not read yet, then what the segmenter holds."""
+        self._catch_up(queue)
+        if not self._stopped:
             self._report_when_done(self.text.flush(), queue)
+
+    def _read(self, read: T | list[T], queue: asyncio.Queue[Any]) -> None:
+        """A read's items (split here unless they were), their text segmented and its
+        sentences submitted, each report sent when done; once ``_checking`` is off (the
+        upstream failed) the split alone, for what the source notes."""
+        items = read if isinstance(read, list) else self.source.split(read)
+        if not self._checking:
             return
-        for item in read if isinstance(read, list) else self.source.split(read):
+        for item in items:
             if text := self.source.text(item):
                 self._report_when_done(self.text.feed(text), queue)
 
     def _report_when_done(self, held: list[Held], queue: asyncio.Queue[Any]) -> None:
-        """Each check's report into ``queue`` when it is done, through the low-priority
-        queue: behind the reads queued before it, so that whatever the source noted as it
-        read them (a sequence number) is up to date with what went out before the report."""
+        """Each check's report into ``queue`` when it is done, as low-priority work
+        (``_queue_own``)."""
         def on_done(task: asyncio.Future[SentenceReport]) -> None:
             if not task.cancelled() and task.exception() is None:
                 low_priority().call(self._queue_own, SentenceEvent(report=task.result()), queue)
@@ -385,10 +413,12 @@ class CheckedStream(Generic[T]):
                 item.task.add_done_callback(on_done)
 
     def _queue_own(self, event: SentenceEvent | SummaryEvent, queue: asyncio.Queue[Any]) -> None:
-        """Annotate mode: a report or the summary into ``queue``, rendered if a renderer was
-        given; nothing once the stream has stopped."""
-        if not self._stopped:
-            queue.put_nowait(Rendered(self._render(event)) if self._render is not None else event)
+        """Annotate mode: a report or the summary into ``queue`` after the reads sent before
+        it were read, rendered if a renderer was given; nothing once the stream has stopped."""
+        if self._stopped:
+            return
+        self._catch_up(queue)
+        queue.put_nowait(Rendered(self._render(event)) if self._render is not None else event)
 
     async def _correct(self, queue: asyncio.Queue[Any]) -> None:
         try:

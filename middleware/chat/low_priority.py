@@ -25,6 +25,11 @@ log = logging.getLogger(__name__)
 
 SLICE_S = 0.001
 """The longest a turn of the loop spends on queued work (a call that started is not cut)."""
+AGING_AFTER_S = 0.5
+"""Once the oldest queued call has waited this long, a turn's slice grows with its wait (up
+to ``MAX_SLICE_S``): under a sustained overload the reading for checks, and every annotate
+stream's summary and end behind it, still move on."""
+MAX_SLICE_S = 0.005
 
 _QUEUES: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, LowPriority] = weakref.WeakKeyDictionary()
 
@@ -34,7 +39,7 @@ class LowPriority:
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self._loop = loop
-        self._calls: deque[tuple[Callable[..., Any], tuple[Any, ...]]] = deque()
+        self._calls: deque[tuple[Callable[..., Any], tuple[Any, ...], float]] = deque()
         self._scheduled = False
 
     def __len__(self) -> int:
@@ -43,7 +48,7 @@ class LowPriority:
     def call(self, function: Callable[..., Any], *args: Any) -> None:
         """Run ``function(*args)`` after the calls queued before it, when the loop has time; an
         exception it raises is logged."""
-        self._calls.append((function, args))
+        self._calls.append((function, args, time.perf_counter()))
         if not self._scheduled:
             self._scheduled = True
             self._loop.call_soon(self._run)
@@ -59,11 +64,12 @@ class LowPriority:
         return self.run(_nothing)
 
     def _run(self) -> None:
-        deadline = time.perf_counter() + SLICE_S
         calls = self._calls
+        now = time.perf_counter()
+        deadline = now + slice_for(now - calls[0][2]) if calls else now
         try:
             while calls:
-                function, args = calls.popleft()
+                function, args, _ = calls.popleft()
                 try:
                     function(*args)
                 except Exception:  # one stream's failure must not stop the others' work
@@ -75,6 +81,13 @@ class LowPriority:
                 self._loop.call_soon(self._run)
             else:
                 self._scheduled = False
+
+
+def slice_for(waited_s: float) -> float:
+    """A turn's slice when the oldest queued call has waited ``waited_s``."""
+    if waited_s <= AGING_AFTER_S:
+        return SLICE_S
+    return min(MAX_SLICE_S, SLICE_S * waited_s / AGING_AFTER_S)
 
 
 def _resolve(result: asyncio.Future[R], function: Callable[..., R], args: tuple[Any, ...]) -> None:

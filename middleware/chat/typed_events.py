@@ -64,10 +64,16 @@ class TypedEvents(ABC):
             yield EventItem(raw=raw)
 
     def split(self, item: EventItem) -> list[EventItem]:
-        """The events of a read that went out whole, noted as they left (``leaving``)."""
+        """The events of a read that went out whole, those before the end noted as they
+        left (``leaving``): the end goes out after the proxy's last events."""
         if item.raw is None:
             return [item]
-        return [self.leaving(EventItem(raw=event.raw, data=_parse(event))) for event in split_events(item.raw)]
+        events = [EventItem(raw=event.raw, data=_parse(event)) for event in split_events(item.raw)]
+        for event in events:
+            if self.is_end(event):
+                break
+            self.leaving(event)
+        return events
 
     def may_end(self, item: EventItem) -> bool:
         return item.raw is None or any(end in item.raw for end in self._end_names)

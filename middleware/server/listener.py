@@ -38,7 +38,10 @@ def listening_sockets(host: str | None, port: int, reuse_port: bool = False) -> 
     sockets: list[socket.socket] = []
     try:
         for family, kind, proto, _, address in dict.fromkeys(infos):
-            sock = socket.socket(family, kind, proto)
+            try:
+                sock = socket.socket(family, kind, proto)
+            except OSError:  # a family this kernel lacks (IPv6 off): its addresses are skipped
+                continue
             sockets.append(sock)
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             if reuse_port:
@@ -52,6 +55,8 @@ def listening_sockets(host: str | None, port: int, reuse_port: bool = False) -> 
         for sock in sockets:
             sock.close()
         raise
+    if not sockets:
+        raise OSError(f"no address of {host!r} can be listened on")
     return sockets
 
 
@@ -157,3 +162,12 @@ class AcceptingSite(web.BaseSite):
         self._server = accepting
         self._port = accepting.sockets[0].getsockname()[1]
         await accepting.start_serving()
+
+    async def stop(self) -> None:
+        """Stop accepting; the connections being set up reach aiohttp's server before its
+        runner shuts the connections down."""
+        self._runner._check_site(self)
+        if self._server is not None:
+            self._server.close()
+            await self._server.wait_closed()
+        self._runner._unreg_site(self)

@@ -11,12 +11,15 @@ from collections.abc import AsyncIterator
 
 from adapters.upstream import UpstreamStream
 from middleware.chat.chunks import ChunkItem, UpstreamChunks
+from middleware.chat.face_router import TypedEncoder
 from middleware.chat.low_priority import low_priority
 from middleware.chat.checked_stream import (CheckedStream, CheckedText, End, Forward, Rendered, TextSource,
                                             whole_answer_budget)
 from middleware.chat.protocol import SentenceEvent, SummaryEvent
-from middleware.checking import CheckRunner
+from middleware.checking import CheckRunner, CheckSession
+from middleware.errors import UpstreamError
 from middleware.interfaces import RequestChecks
+from middleware.responses.events import ResponseEvents
 from middleware.settings import CheckSettings
 from middleware.sse import SSEEvent, split_events
 from middleware.types import CheckContext, Mode, Sentence, SentenceReport
@@ -214,3 +217,66 @@ async def test_annotate_reports_and_summary_come_rendered_by_the_faces_renderer(
     assert rendered == [b"Curie was born in 1867.", b"She died in 1934.", b"summary"]
     assert not any(isinstance(event, SentenceEvent | SummaryEvent) for event in events)
     assert isinstance(events[-1], End) and isinstance(events[-2], Rendered)
+
+
+def typed(sequence: int, kind: str, **fields: object) -> bytes:
+    data = {"type": kind, "sequence_number": sequence, **fields}
+    return f"event: {kind}\ndata: {json.dumps(data)}\n\n".encode()
+
+
+def delta(sequence: int, text: str) -> bytes:
+    return typed(sequence, "response.output_text.delta", delta=text, item_id="m", output_index=0, content_index=0)
+
+
+class BacklogUpstream(UpstreamStream):
+    """A Responses stream whose second read comes once the first sentence's check is done
+    while the low-priority queue is busy with other streams' reading: the report waits there
+    behind reads sent after it."""
+
+    def __init__(self, session: CheckSession, fail: bool = False) -> None:
+        super().__init__(response=None)  # type: ignore[arg-type]
+        self.session = session
+        self.fail = fail
+
+    async def chunks(self) -> AsyncIterator[bytes]:
+        yield delta(1, "Curie was born in 1867. She won a prize. ")
+        while not self.session.tasks or not all(task.done() for task in self.session.tasks):
+            await asyncio.sleep(0)
+        for _ in range(20):
+            low_priority().call(time.sleep, 0.002)  # other streams' reading
+        yield delta(2, "She ") + delta(3, "died.")
+        if self.fail:
+            raise UpstreamError("upstream broke", kind="disconnect")
+        await asyncio.sleep(0.05)
+        yield typed(4, "response.completed", response={"output": []}) + delta(5, "after the end")
+
+
+async def wire_of(fail: bool) -> list[dict[str, object]]:
+    session = CheckRunner(ScriptedChecker(), CheckSettings()).session(CheckContext(mode=Mode.ANNOTATE))
+    source = ResponseEvents(BacklogUpstream(session, fail))
+    encode = TypedEncoder(source).encode
+    wire = b""
+    async for batch in CheckedStream(source, session).batches(render=encode):
+        wire += b"".join(event.data if isinstance(event, Rendered) else encode(event) for event in batch)
+    session.close()
+    return [json.loads(event.data or "") for event in split_events(wire)]
+
+
+async def test_the_proxys_own_events_repeat_the_sequence_number_last_sent_under_a_backlog():
+    events = await wire_of(fail=False)
+    last_sent = 0
+    for event in events:
+        if event["type"] in ("response.factcheck",):
+            assert event["sequence_number"] == last_sent, events
+        else:
+            last_sent = event["sequence_number"]  # type: ignore[assignment]
+    kinds = [event["type"] for event in events]
+    assert kinds.count("response.factcheck") == 4  # three reports and the summary
+    assert kinds[-1] == "response.completed" and "after the end" not in json.dumps(events)
+
+
+async def test_an_upstream_failure_sends_the_reports_already_done_then_the_error_numbered_as_sent():
+    events = await wire_of(fail=True)
+    kinds = [event["type"] for event in events]
+    assert kinds.count("response.factcheck") == 1  # the first sentence's check was done; nothing new after
+    assert kinds[-1] == "error" and events[-1]["sequence_number"] == 3

@@ -84,6 +84,29 @@ async def test_run_gives_the_result_or_the_exception_of_its_call() -> None:
     assert await queue.run(sum, [1, 2, 3]) == 6
     with pytest.raises(ZeroDivisionError):
         await queue.run(divmod, 1, 0)
-    waiter = queue.run(time.sleep, 0)
-    waiter.cancel()  # nobody waits: the call's result is dropped
+    ran: list[int] = []
+    waiter = queue.run(ran.append, 1)
+    waiter.cancel()  # nobody waits for it: it is not run
     await queue.drained()
+    assert ran == [] and waiter.cancelled()
+
+
+def test_the_slice_grows_only_once_the_oldest_call_waited_long() -> None:
+    assert module.slice_for(0.0) == module.slice_for(module.AGING_AFTER_S) == module.SLICE_S
+    assert module.SLICE_S < module.slice_for(2 * module.AGING_AFTER_S) <= module.MAX_SLICE_S
+    assert module.slice_for(3600.0) == module.MAX_SLICE_S
+
+
+async def test_a_backlog_that_waited_long_gets_longer_slices(monkeypatch: pytest.MonkeyPatch) -> None:
+    loop = asyncio.get_running_loop()
+    queue = LowPriority(loop)
+    order: list[str] = []
+    monkeypatch.setattr(module.time, "perf_counter", lambda: 100.0)  # queued at t=100
+    for name in "abc":
+        queue.call(order.append, name)
+    clock = iter([101.0 + 0.0015 * i for i in range(10)])  # a second later, each call 1.5 ms
+    monkeypatch.setattr(module.time, "perf_counter", lambda: next(clock))
+    loop.call_soon(order.append, "other")
+    await asyncio.sleep(0)
+    await asyncio.sleep(0)
+    assert order[:3] == ["a", "b", "other"]  # waited 1 s: a 2 ms slice held two 1.5 ms calls, not one

@@ -91,3 +91,23 @@ def test_listening_sockets_set_reuse_port_when_asked() -> None:
     finally:
         for sock in (plain, shared_a, shared_b):
             sock.close()
+
+
+def test_a_family_the_kernel_lacks_is_skipped(monkeypatch: pytest.MonkeyPatch) -> None:
+    real = socket.socket
+
+    def no_ipv6(family: int = socket.AF_INET, *args: object) -> socket.socket:
+        if family == socket.AF_INET6:
+            raise OSError(97, "Address family not supported by protocol")
+        return real(family, *args)  # type: ignore[arg-type]
+
+    infos = [(socket.AF_INET6, socket.SOCK_STREAM, 6, "", ("::1", 0, 0, 0)),
+             (socket.AF_INET, socket.SOCK_STREAM, 6, "", ("127.0.0.1", 0))]
+    monkeypatch.setattr(socket, "getaddrinfo", lambda *args, **kwargs: infos)
+    monkeypatch.setattr(socket, "socket", no_ipv6)
+    sockets = listening_sockets("localhost", 0)
+    assert [sock.family for sock in sockets] == [socket.AF_INET]
+    sockets[0].close()
+    monkeypatch.setattr(socket, "getaddrinfo", lambda *args, **kwargs: infos[:1])
+    with pytest.raises(OSError, match="no address"):
+        listening_sockets("localhost", 0)
