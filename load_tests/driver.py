@@ -148,8 +148,8 @@ class Process:
         if self.lag_file is None:
             return None
         # The file is removed, then awaited: the probe writes it whole (os.replace). Comparing
-        # modification times missed a second write in the same clock tick as the first (the
-        # driver asks twice in a row between two runs), and the run failed after 10 s.
+        # modification times could miss a second write within one timestamp tick of the first
+        # (the driver asks twice in a row between two runs).
         Path(self.lag_file).unlink(missing_ok=True)
         os.kill(self.proc.pid, signal.SIGUSR1)
         deadline = time.time() + 10

@@ -7,12 +7,12 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import AsyncGenerator, Callable
+from collections.abc import Callable
 from typing import Any, TypeVar
 
 from aiohttp import web
 
-from middleware.chat.checked_stream import End, Failed, Forward, Rendered, StreamEvent, Text
+from middleware.chat.checked_stream import CheckedStream, End, Failed, Forward, Rendered, StreamEvent, Text
 from middleware.chat.chunks import DONE_EVENT, ChunkItem, UpstreamChunks
 from middleware.chat.protocol import SentenceEvent, SummaryEvent, error_body
 from middleware.chat.serving import ChatService
@@ -60,25 +60,24 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
         headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache", "X-Factcheck-Mode": mode.value}
     )
     async with service.open_stream(chat, forward, mode, headers, started) as opened:
-        encode = SSEEncoder(opened.chunks).encode
-        await relay(request, response, opened.checked.batches(render=encode), encode)
+        await relay(request, response, opened.checked, SSEEncoder(opened.chunks).encode)
     return response
 
 
 async def relay(
     request: web.Request,
     response: web.StreamResponse,
-    batches: AsyncGenerator[list[StreamEvent[T] | Rendered], None],
+    checked: CheckedStream[T],
     encode: Callable[[StreamEvent[T]], bytes],
 ) -> None:
     """Send a checked stream's events as ``encode`` writes them, for every face, each batch
-    (``CheckedStream.batches``, whose reports ``encode`` may have rendered already) in one
-    write; a failure event sets the request's outcome. A
-    client that closes the connection is counted as ``client_gone``, never an error: a failed
-    write returns quietly (re-raised, aiohttp would log a traceback), a cancellation goes on up."""
+    (``CheckedStream.batches``, its reports rendered by ``encode`` as low-priority work) in
+    one write; a failure event sets the request's outcome. A client that closes the
+    connection is counted as ``client_gone``, never an error: a failed write returns quietly
+    (re-raised, aiohttp would log a traceback), a cancellation goes on up."""
     try:
         await response.prepare(request)
-        async with contextlib.aclosing(batches):  # a client gone: the stream stops here, now
+        async with contextlib.aclosing(checked.batches(render=encode)) as batches:  # a client gone: it stops now
             async for batch in batches:
                 for event in batch:
                     if isinstance(event, Failed):

@@ -36,7 +36,7 @@ from collections.abc import AsyncGenerator, AsyncIterator, Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
 
-from middleware.chat.low_priority import low_priority
+from middleware.chat.low_priority import LowPriority, low_priority
 from middleware.chat.protocol import SentenceEvent, SummaryEvent
 from middleware.checking import CheckRunner, CheckSession
 from middleware.metrics import TIME_TO_FIRST_TOKEN
@@ -257,6 +257,8 @@ class CheckedStream(Generic[T]):
         self.answer_done_at: float | None = None
         self._end: T | None = None
         self._render: Callable[[StreamEvent[T]], bytes] | None = None
+        self._later: LowPriority | None = None
+        """Annotate mode: the event loop's low-priority queue (looked up once per stream)."""
         self._unread: deque[T | list[T]] = deque()
         """Annotate mode: reads sent and not yet read for checks, oldest first."""
         self._checking = True
@@ -328,7 +330,7 @@ class CheckedStream(Generic[T]):
         every stream's tokens, and starts new streams, before it reads for checks. A read
         that may hold the source's end marker is split at once: the end waits for the
         summary, and nothing after it is read."""
-        later = low_priority()
+        later = self._later = low_priority()
         try:
             async for read in self.source.passthrough():
                 self._mark_first_content()
@@ -353,8 +355,7 @@ class CheckedStream(Generic[T]):
             queue.put_nowait(None)
             return
         self.answer_done_at = time.perf_counter()
-        later.call(self._read_rest, queue)
-        await later.drained()
+        await later.run(self._read_rest, queue)
         await self.session.wait_all()
         await later.drained()  # the reports, queued there by their callbacks, are out before the summary
         summary = SummaryEvent(summary=await self.session.summary(self._added_ms()))
@@ -373,7 +374,8 @@ class CheckedStream(Generic[T]):
     def _sent(self, read: T | list[T], queue: asyncio.Queue[Any]) -> None:
         """A read (or the items it was split into) went out: read it for checks later."""
         self._unread.append(read)
-        low_priority().call(self._read_next, queue)
+        assert self._later is not None
+        self._later.call(self._read_next, queue)
 
     def _read_next(self, queue: asyncio.Queue[Any]) -> None:
         if self._unread and not self._stopped:
@@ -404,9 +406,12 @@ class CheckedStream(Generic[T]):
     def _report_when_done(self, held: list[Held], queue: asyncio.Queue[Any]) -> None:
         """Each check's report into ``queue`` when it is done, as low-priority work
         (``_queue_own``)."""
+        later = self._later
+        assert later is not None
+
         def on_done(task: asyncio.Future[SentenceReport]) -> None:
             if not task.cancelled() and task.exception() is None:
-                low_priority().call(self._queue_own, SentenceEvent(report=task.result()), queue)
+                later.call(self._queue_own, SentenceEvent(report=task.result()), queue)
 
         for item in held:
             if item.task is not None:

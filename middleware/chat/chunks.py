@@ -21,6 +21,7 @@ from middleware.interfaces import UpstreamStream
 from middleware.sse import DEFAULT_MAX_EVENT_BYTES, DONE, SSEEvent, encode_event, split_events
 
 DONE_EVENT = b"data: [DONE]\n\n"
+_DONE = DONE.encode()
 _TEMPLATE_KEYS = ("id", "created", "model", "system_fingerprint")
 
 
@@ -61,7 +62,7 @@ class UpstreamChunks:
         return [ChunkItem(raw=event.raw, chunk=self._parse(event), done=event.is_done) for event in split_events(item.raw)]
 
     def may_end(self, item: ChunkItem) -> bool:
-        return item.raw is None or DONE.encode() in item.raw
+        return item.raw is None or _DONE in item.raw
 
     def text(self, item: ChunkItem) -> str:
         return content0(item.chunk)

@@ -34,8 +34,7 @@ async def serve_face(request: web.Request, service: ApiFaceService[Any]) -> web.
         headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache", "X-Factcheck-Mode": face.mode.value}
     )
     async with service.open_stream(face, headers, started) as (checked, source):
-        encode = TypedEncoder(source).encode
-        await relay(request, response, checked.batches(render=encode), encode)
+        await relay(request, response, checked, TypedEncoder(source).encode)
     return response
 
 
