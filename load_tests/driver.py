@@ -14,7 +14,10 @@ content mismatches (off/annotate/pass-through must be byte-identical) and errors
 target process's peak RSS and CPU time are sampled with psutil. Workers start staggered
 over one stream's length so requests do not arrive in lockstep, and ``--rounds`` repeats
 every target in rotating order, pooling the samples, so a noisy shared machine disturbs all
-targets alike.
+targets alike. Each worker's first streams are a cold burst (every stream starting within
+one stream's length): their TTFT p99 is shown apart from the streams after them, and beside
+it how long the target's main thread waited for a CPU that this driver, the mock upstream or
+anything else on the machine held.
 
     python -m load_tests.driver --streams 1,50 --duration 15 --token-rate 50 --modes off --checker none
     python -m load_tests.driver --streams 200 --duration 60 --modes off,annotate --checker pipeline --litellm \\
@@ -67,6 +70,8 @@ class StreamResult:
     error: str | None = None
     mismatch: bool = False
     verdicts: list[str] = field(default_factory=list)
+    first: bool = False
+    """The worker's first stream: all of them start within one stream's length (the burst)."""
 
 
 @dataclass
@@ -108,6 +113,15 @@ class RunSummary:
     """CPU time of the target's main process (the relay, without its check workers) per
     stream: what the relay spends on a stream, which CPU contention from other processes
     does not change the way it changes the latencies."""
+    ttft_p99_burst_ms: float | None = None
+    """TTFT p99 of each worker's first stream: every stream starting within one stream's
+    length (a cold burst: new connections, sessions, the relay's busiest second)."""
+    ttft_p99_after_ms: float | None = None
+    """TTFT p99 of the streams after each worker's first (the steady state)."""
+    main_cpu_wait_percent: float | None = None
+    """How long the main thread of the target's process was ready to run but waited for a
+    CPU, % of the run (Linux ``schedstat``): on a machine shared with this driver and the
+    mock upstream, the time the relay lost to them."""
 
 
 def free_port() -> int:
@@ -204,6 +218,15 @@ class Process:
             except psutil.Error:
                 pass
         return total
+
+    def cpu_wait_seconds(self) -> float | None:
+        """Seconds the process's main thread has spent ready to run but waiting for a CPU
+        (the second field of Linux's ``/proc/PID/schedstat``); None where it is not known."""
+        try:
+            with open(f"/proc/{self.proc.pid}/schedstat") as stat:
+                return int(stat.read().split()[1]) / 1e9
+        except (OSError, ValueError, IndexError):
+            return None
 
     def stop(self) -> None:
         try:
@@ -322,9 +345,24 @@ class Load:
     """Workers start at random offsets within this many seconds."""
 
 
-async def run_load(target: Target, load: Load) -> tuple[list[StreamResult], float, float | None, float, float | None]:
-    """Run ``load`` against ``target``: results, elapsed seconds, target CPU % and driver
-    CPU %, each of one core, and the CPU seconds of the target's main process."""
+@dataclass
+class LoadRun:
+    """One run of a load against a target."""
+
+    results: list[StreamResult]
+    elapsed: float
+    driver_cpu: float
+    """This driver's CPU, % of one core."""
+    cpu: float | None = None
+    """The target's processes' CPU, % of one core."""
+    main_cpu_s: float | None = None
+    """CPU seconds of the target's main process."""
+    main_wait_s: float | None = None
+    """Seconds the target's main thread waited for a CPU (None where the kernel does not say)."""
+
+
+async def run_load(target: Target, load: Load) -> LoadRun:
+    """Run ``load`` against ``target``, measuring the target's processes and this driver."""
     results: list[StreamResult] = []
     body = request_body(load.text)
     start = time.perf_counter()
@@ -333,8 +371,11 @@ async def run_load(target: Target, load: Load) -> tuple[list[StreamResult], floa
 
     async def worker(session: aiohttp.ClientSession) -> None:
         await asyncio.sleep(random.uniform(0, load.ramp))
+        first = True
         while time.perf_counter() < stop_at:
-            results.append(await one_stream(session, target, body, load.text))
+            result = await one_stream(session, target, body, load.text)
+            result.first, first = first, False
+            results.append(result)
 
     async def sampler() -> None:
         while process is not None:
@@ -343,6 +384,7 @@ async def run_load(target: Target, load: Load) -> tuple[list[StreamResult], floa
 
     cpu0 = process.cpu_seconds() if process else None
     main0 = process.cpu_seconds(main_only=True) if process else None
+    wait0 = process.cpu_wait_seconds() if process else None
     me = psutil.Process()
     mine0 = sum(me.cpu_times()[:2])
     connector = aiohttp.TCPConnector(limit=0)
@@ -351,9 +393,13 @@ async def run_load(target: Target, load: Load) -> tuple[list[StreamResult], floa
         await asyncio.gather(*(worker(session) for _ in range(load.streams)))
         sampling.cancel()
     elapsed = time.perf_counter() - start
-    cpu = None if process is None or cpu0 is None else 100.0 * (process.cpu_seconds() - cpu0) / elapsed
-    main = None if process is None or main0 is None else process.cpu_seconds(main_only=True) - main0
-    return results, elapsed, cpu, 100.0 * (sum(me.cpu_times()[:2]) - mine0) / elapsed, main
+    run = LoadRun(results, elapsed, 100.0 * (sum(me.cpu_times()[:2]) - mine0) / elapsed)
+    if process is not None and cpu0 is not None and main0 is not None:
+        run.cpu = 100.0 * (process.cpu_seconds() - cpu0) / elapsed
+        run.main_cpu_s = process.cpu_seconds(main_only=True) - main0
+        wait = process.cpu_wait_seconds()
+        run.main_wait_s = wait - wait0 if wait is not None and wait0 is not None else None
+    return run
 
 
 def _pct(values: list[float], q: float) -> float:
@@ -372,14 +418,28 @@ class Pool:
     cpu: list[float] = field(default_factory=list)
     driver_cpu: list[float] = field(default_factory=list)
     main_cpu_s: float | None = None
+    main_wait_s: float | None = None
     peak_rss: int = 0
     lags: list[float] | None = None
+
+    def add(self, run: LoadRun) -> None:
+        self.results += run.results
+        self.elapsed += run.elapsed
+        self.driver_cpu.append(run.driver_cpu)
+        if run.cpu is not None:
+            self.cpu.append(run.cpu)
+        if run.main_cpu_s is not None:
+            self.main_cpu_s = (self.main_cpu_s or 0.0) + run.main_cpu_s
+        if run.main_wait_s is not None:
+            self.main_wait_s = (self.main_wait_s or 0.0) + run.main_wait_s
 
 
 def summarise(target: str, mode: str, streams: int, pool: Pool) -> RunSummary:
     results = pool.results
     ok = [r for r in results if r.error is None]
     ttfts = [r.ttft for r in ok if r.ttft is not None]
+    burst = [r.ttft for r in ok if r.ttft is not None and r.first]
+    after = [r.ttft for r in ok if r.ttft is not None and not r.first]
     gaps = [g for r in ok for g in r.gaps]
     reports = [x for r in ok for x in r.report_latencies]
     errors = [r.error for r in results if r.error is not None]
@@ -410,18 +470,21 @@ def summarise(target: str, mode: str, streams: int, pool: Pool) -> RunSummary:
         timed_out=verdicts.get("unverified (timeout)", 0),
         main_cpu_ms_per_stream=1000 * pool.main_cpu_s / len(results) if pool.main_cpu_s is not None and results
         else None,
+        ttft_p99_burst_ms=1000 * _pct(burst, 0.99) if burst else None,
+        ttft_p99_after_ms=1000 * _pct(after, 0.99) if after else None,
+        main_cpu_wait_percent=100 * pool.main_wait_s / pool.elapsed if pool.main_wait_s is not None and pool.elapsed
+        else None,
     )
 
 
 _COLUMNS = ("target", "mode", "streams", "requests", "errors", "mismatches", "ttft_p50_ms", "ttft_p99_ms",
-            "gap_p50_ms", "gap_p99_ms", "lag_p50_ms", "lag_p99_ms", "lag_max_ms", "report_p50_ms", "report_p95_ms",
-            "checks_per_s", "shed", "timed_out", "tokens_per_s", "cpu_percent", "main_cpu_ms_per_stream", "peak_rss_mb",
-            "driver_cpu_percent")
+            "ttft_p99_burst_ms", "ttft_p99_after_ms", "gap_p50_ms", "gap_p99_ms", "lag_p50_ms", "lag_p99_ms", "lag_max_ms", "report_p50_ms", "report_p95_ms",
+            "checks_per_s", "shed", "timed_out", "tokens_per_s", "cpu_percent", "main_cpu_ms_per_stream",
+            "main_cpu_wait_percent", "peak_rss_mb", "driver_cpu_percent")
 _HEADINGS = ("target", "mode", "streams", "requests", "errors", "mismatches", "TTFT p50 ms", "TTFT p99 ms",
-             "gap p50 ms", "gap p99 ms", "loop lag p50 ms", "loop lag p99 ms", "loop lag max ms", "report p50 ms",
+             "TTFT p99 burst ms", "TTFT p99 after ms", "gap p50 ms", "gap p99 ms", "loop lag p50 ms", "loop lag p99 ms", "loop lag max ms", "report p50 ms",
              "report p95 ms", "checks/s", "shed", "timed out", "tokens/s", "CPU % of a core", "main process CPU ms/stream",
-             "peak RSS MB",
-             "driver CPU %")
+             "main thread waiting for a CPU %", "peak RSS MB", "driver CPU %")
 
 
 def _cell(value: Any) -> str:
@@ -511,23 +574,15 @@ def run_all(targets: list[Target], levels: list[int], duration: float, rounds: i
                 if target.process is not None:
                     target.process.peak_rss = 0
                     target.process.loop_lag()  # a new window of lag samples
-                results, elapsed, cpu, driver_cpu, main_cpu = eventloop.run(
-                    run_load(target, Load(n, duration, text, _ramp(text, token_rate, duration)))
-                )
+                run = eventloop.run(run_load(target, Load(n, duration, text, _ramp(text, token_rate, duration))))
                 pool = pools.setdefault((target.name, target.mode, n), Pool())
                 lags = target.process.loop_lag() if target.process is not None else None
                 if lags is not None:
                     pool.lags = (pool.lags or []) + lags
-                pool.results += results
-                pool.elapsed += elapsed
-                if cpu is not None:
-                    pool.cpu.append(cpu)
-                pool.driver_cpu.append(driver_cpu)
-                if main_cpu is not None:
-                    pool.main_cpu_s = (pool.main_cpu_s or 0.0) + main_cpu
+                pool.add(run)
                 if target.process is not None:
                     pool.peak_rss = max(pool.peak_rss, target.process.peak_rss)
-                print(f"  {target.name}/{target.mode} @ {n}: {len(results)} streams in {elapsed:.1f}s",
+                print(f"  {target.name}/{target.mode} @ {n}: {len(run.results)} streams in {run.elapsed:.1f}s",
                       file=sys.stderr)
     order = {(t.name, t.mode): i for i, t in enumerate(targets)}
     keys = sorted(pools, key=lambda k: (k[2], order[(k[0], k[1])]))

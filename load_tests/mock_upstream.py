@@ -1,24 +1,34 @@
-"""Run the scripted mock upstream on loopback: ``python -m load_tests.mock_upstream --port P``."""
+"""Run the scripted mock upstream on loopback: ``python -m load_tests.mock_upstream --port P``.
+
+It listens through the proxy's own site (``start_site``: accepts every waiting connection
+per turn of the loop). uvloop's own server accepts one connection per turn; under a burst of
+new streams the instrument then made the proxy wait tens of milliseconds for its upstream
+connections, which the driver counted as the proxy's first-token latency."""
 
 from __future__ import annotations
 
+import asyncio
 from typing import Annotated
 
 import typer
-from aiohttp import web
 
-from adapters.demo_upstream import DemoAnswers, DemoUpstream
 from middleware.server import eventloop
+from middleware.server.commands import start_demo_upstream
+
+
+async def serve(port: int, token_rate: float) -> None:
+    runner, _ = await start_demo_upstream(port=port, token_rate=token_rate)
+    try:
+        await asyncio.Event().wait()  # until the driver stops the process
+    finally:
+        await runner.cleanup()
 
 
 def main(
     port: Annotated[int, typer.Option(help="port on 127.0.0.1")] = 8001,
     token_rate: Annotated[float, typer.Option(help="tokens per second per stream (0: unlimited)")] = 50.0,
 ) -> None:
-    upstream = DemoUpstream(DemoAnswers.load(), default_rate=token_rate)
-    factory = eventloop.loop_factory("auto")  # uvloop when installed: less CPU taken from the proxy under test
-    loop = factory() if factory is not None else None
-    web.run_app(upstream.app(), host="127.0.0.1", port=port, access_log=None, print=None, loop=loop)
+    eventloop.run(serve(port, token_rate))  # uvloop when installed: less CPU taken from the proxy under test
 
 
 if __name__ == "__main__":

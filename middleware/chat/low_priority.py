@@ -6,7 +6,9 @@ handing over their reports) sits in the same queue as every token and every new 
 On a busy relay a new stream's first token then waits behind all of it. Work queued here
 runs instead in slices of at most ``SLICE_S`` per turn of the loop: each turn still relays
 whatever its I/O brought, and the checking work takes what time is left, in the order it
-was queued. An idle loop runs it at once, slice after slice.
+was queued. An idle loop runs it at once, slice after slice; a busy one gives it at most a
+share of its time (``SHARE``), so that a relay short of CPU (a burst of new streams on a
+small machine) spends what it has on relaying.
 
 One queue per event loop (``low_priority()``), shared by the streams on it."""
 
@@ -25,10 +27,17 @@ log = logging.getLogger(__name__)
 
 SLICE_S = 0.001
 """The longest a turn of the loop spends on queued work (a call that started is not cut)."""
+SHARE = 0.25
+"""A busy loop's slice: at most this share of the time it spent on everything else since
+the last slice. Under saturation a turn is short, and a whole ``SLICE_S`` of every turn took
+a third of the relay's time or more; this bounds it to a fifth."""
+IDLE_S = 0.0002
+"""Less than this spent elsewhere since the last slice: the loop had nothing else to do, and
+the slice is ``SLICE_S``."""
 AGING_AFTER_S = 0.5
 """Once the oldest queued call has waited this long, a turn's slice grows with its wait (up
-to ``MAX_SLICE_S``): under a sustained overload the reading for checks, and every annotate
-stream's summary and end behind it, still move on."""
+to ``MAX_SLICE_S``), whatever the share: under a sustained overload the reading for checks,
+and every annotate stream's summary and end behind it, still move on."""
 MAX_SLICE_S = 0.005
 
 _QUEUES: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, LowPriority] = weakref.WeakKeyDictionary()
@@ -41,6 +50,8 @@ class LowPriority:
         self._loop = loop
         self._calls: deque[tuple[Callable[..., Any], tuple[Any, ...], float]] = deque()
         self._scheduled = False
+        self._asked = 0.0
+        """When the next slice was asked for: the loop's other work runs from then until it."""
 
     def __len__(self) -> int:
         return len(self._calls)
@@ -51,7 +62,7 @@ class LowPriority:
         self._calls.append((function, args, time.perf_counter()))
         if not self._scheduled:
             self._scheduled = True
-            self._loop.call_soon(self._run)
+            self._ask()
 
     def run(self, function: Callable[..., R], *args: Any) -> asyncio.Future[R]:
         """``function(*args)`` queued like ``call``; its result (or exception) in the future."""
@@ -63,10 +74,14 @@ class LowPriority:
         """A future done once every call queued before now has run."""
         return self.run(_nothing)
 
+    def _ask(self) -> None:
+        self._asked = time.perf_counter()
+        self._loop.call_soon(self._run)
+
     def _run(self) -> None:
         calls = self._calls
         now = time.perf_counter()
-        deadline = now + slice_for(now - calls[0][2]) if calls else now
+        deadline = now + max(turn_slice(now - self._asked), aged_slice(now - calls[0][2]) if calls else 0.0)
         try:
             while calls:
                 function, args, _ = calls.popleft()
@@ -78,15 +93,20 @@ class LowPriority:
                     break
         finally:  # whatever a call raised, the rest still runs at a later turn
             if calls:
-                self._loop.call_soon(self._run)
+                self._ask()
             else:
                 self._scheduled = False
 
 
-def slice_for(waited_s: float) -> float:
-    """A turn's slice when the oldest queued call has waited ``waited_s``."""
+def turn_slice(elsewhere_s: float) -> float:
+    """A turn's slice when the loop spent ``elsewhere_s`` on other work since the last one."""
+    return SLICE_S if elsewhere_s < IDLE_S else min(SLICE_S, SHARE * elsewhere_s)
+
+
+def aged_slice(waited_s: float) -> float:
+    """The slice a backlog whose oldest call has waited ``waited_s`` is owed (0: none yet)."""
     if waited_s <= AGING_AFTER_S:
-        return SLICE_S
+        return 0.0
     return min(MAX_SLICE_S, SLICE_S * waited_s / AGING_AFTER_S)
 
 

@@ -44,7 +44,8 @@ async def test_a_turn_of_the_loop_runs_at_most_one_slice(monkeypatch: pytest.Mon
     assert order == ["a", "relayed", "b", "c"]
 
 
-async def test_cheap_calls_share_one_turn() -> None:
+async def test_cheap_calls_share_one_turn(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(module, "IDLE_S", 1.0)  # a loop with nothing else to do: the whole slice
     loop = asyncio.get_running_loop()
     queue = LowPriority(loop)
     order: list[str] = []
@@ -91,10 +92,34 @@ async def test_run_gives_the_result_or_the_exception_of_its_call() -> None:
     assert ran == [] and waiter.cancelled()
 
 
+def test_a_busy_loop_gives_a_share_of_its_time_and_an_idle_one_the_whole_slice() -> None:
+    assert module.turn_slice(0.0) == module.turn_slice(module.IDLE_S / 2) == module.SLICE_S
+    assert module.turn_slice(0.002) == pytest.approx(module.SHARE * 0.002)
+    assert module.turn_slice(0.002) < module.SLICE_S
+    assert module.turn_slice(1.0) == module.SLICE_S
+
+
 def test_the_slice_grows_only_once_the_oldest_call_waited_long() -> None:
-    assert module.slice_for(0.0) == module.slice_for(module.AGING_AFTER_S) == module.SLICE_S
-    assert module.SLICE_S < module.slice_for(2 * module.AGING_AFTER_S) <= module.MAX_SLICE_S
-    assert module.slice_for(3600.0) == module.MAX_SLICE_S
+    assert module.aged_slice(0.0) == module.aged_slice(module.AGING_AFTER_S) == 0.0
+    assert module.SLICE_S < module.aged_slice(2 * module.AGING_AFTER_S) <= module.MAX_SLICE_S
+    assert module.aged_slice(3600.0) == module.MAX_SLICE_S
+
+
+async def test_a_busy_loop_runs_fewer_calls_per_turn(monkeypatch: pytest.MonkeyPatch) -> None:
+    """2 ms of other work since the slice was asked for: a 0.5 ms slice, which holds two
+    calls of 0.3 ms (the second starts before the deadline), not three."""
+    loop = asyncio.get_running_loop()
+    queue = LowPriority(loop)
+    order: list[str] = []
+    monkeypatch.setattr(module.time, "perf_counter", lambda: 100.0)  # asked for at t=100
+    for name in "abcd":
+        queue.call(order.append, name)
+    clock = iter([100.002 + 0.0003 * i for i in range(10)])  # 2 ms later, each call 0.3 ms
+    monkeypatch.setattr(module.time, "perf_counter", lambda: next(clock))
+    loop.call_soon(order.append, "other")
+    await asyncio.sleep(0)
+    await asyncio.sleep(0)
+    assert order[:3] == ["a", "b", "other"]
 
 
 async def test_a_backlog_that_waited_long_gets_longer_slices(monkeypatch: pytest.MonkeyPatch) -> None:
