@@ -130,6 +130,18 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+@dataclass(frozen=True)
+class Usage:
+    """A process's CPU counters at one moment, in seconds."""
+
+    cpu_s: float
+    """CPU of the process and its children."""
+    main_cpu_s: float
+    """CPU of the process alone."""
+    main_wait_s: float | None
+    """Time its main thread waited for a CPU (None where the kernel does not say)."""
+
+
 class Process:
     """A server in a child process on loopback; its output goes to a log file that is shown
     if it fails to start."""
@@ -227,6 +239,10 @@ class Process:
                 return int(stat.read().split()[1]) / 1e9
         except (OSError, ValueError, IndexError):
             return None
+
+    def usage(self) -> Usage:
+        """The process's CPU counters now (a run's are the difference of two)."""
+        return Usage(self.cpu_seconds(), self.cpu_seconds(main_only=True), self.cpu_wait_seconds())
 
     def stop(self) -> None:
         try:
@@ -382,9 +398,7 @@ async def run_load(target: Target, load: Load) -> LoadRun:
             process.sample_rss()
             await asyncio.sleep(0.25)
 
-    cpu0 = process.cpu_seconds() if process else None
-    main0 = process.cpu_seconds(main_only=True) if process else None
-    wait0 = process.cpu_wait_seconds() if process else None
+    before = process.usage() if process else None
     me = psutil.Process()
     mine0 = sum(me.cpu_times()[:2])
     connector = aiohttp.TCPConnector(limit=0)
@@ -394,11 +408,12 @@ async def run_load(target: Target, load: Load) -> LoadRun:
         sampling.cancel()
     elapsed = time.perf_counter() - start
     run = LoadRun(results, elapsed, 100.0 * (sum(me.cpu_times()[:2]) - mine0) / elapsed)
-    if process is not None and cpu0 is not None and main0 is not None:
-        run.cpu = 100.0 * (process.cpu_seconds() - cpu0) / elapsed
-        run.main_cpu_s = process.cpu_seconds(main_only=True) - main0
-        wait = process.cpu_wait_seconds()
-        run.main_wait_s = wait - wait0 if wait is not None and wait0 is not None else None
+    if process is not None and before is not None:
+        after = process.usage()
+        run.cpu = 100.0 * (after.cpu_s - before.cpu_s) / elapsed
+        run.main_cpu_s = after.main_cpu_s - before.main_cpu_s
+        if after.main_wait_s is not None and before.main_wait_s is not None:
+            run.main_wait_s = after.main_wait_s - before.main_wait_s
     return run
 
 
@@ -478,13 +493,14 @@ def summarise(target: str, mode: str, streams: int, pool: Pool) -> RunSummary:
 
 
 _COLUMNS = ("target", "mode", "streams", "requests", "errors", "mismatches", "ttft_p50_ms", "ttft_p99_ms",
-            "ttft_p99_burst_ms", "ttft_p99_after_ms", "gap_p50_ms", "gap_p99_ms", "lag_p50_ms", "lag_p99_ms", "lag_max_ms", "report_p50_ms", "report_p95_ms",
-            "checks_per_s", "shed", "timed_out", "tokens_per_s", "cpu_percent", "main_cpu_ms_per_stream",
-            "main_cpu_wait_percent", "peak_rss_mb", "driver_cpu_percent")
+            "ttft_p99_burst_ms", "ttft_p99_after_ms", "gap_p50_ms", "gap_p99_ms", "lag_p50_ms", "lag_p99_ms",
+            "lag_max_ms", "report_p50_ms", "report_p95_ms", "checks_per_s", "shed", "timed_out", "tokens_per_s",
+            "cpu_percent", "main_cpu_ms_per_stream", "main_cpu_wait_percent", "peak_rss_mb", "driver_cpu_percent")
 _HEADINGS = ("target", "mode", "streams", "requests", "errors", "mismatches", "TTFT p50 ms", "TTFT p99 ms",
-             "TTFT p99 burst ms", "TTFT p99 after ms", "gap p50 ms", "gap p99 ms", "loop lag p50 ms", "loop lag p99 ms", "loop lag max ms", "report p50 ms",
-             "report p95 ms", "checks/s", "shed", "timed out", "tokens/s", "CPU % of a core", "main process CPU ms/stream",
-             "main thread waiting for a CPU %", "peak RSS MB", "driver CPU %")
+             "TTFT p99 burst ms", "TTFT p99 after ms", "gap p50 ms", "gap p99 ms", "loop lag p50 ms",
+             "loop lag p99 ms", "loop lag max ms", "report p50 ms", "report p95 ms", "checks/s", "shed", "timed out",
+             "tokens/s", "CPU % of a core", "main process CPU ms/stream", "main thread waiting for a CPU %",
+             "peak RSS MB", "driver CPU %")
 
 
 def _cell(value: Any) -> str:
