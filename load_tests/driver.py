@@ -26,11 +26,16 @@ anything else on the machine held.
 The second is the acceptance run (200 streams, 60 s, the real offline pipeline in annotate
 mode, LiteLLM beside it; ``bash load_tests/install_litellm.sh`` first). ``--checker none``
 measures the proxy's own cost without checks; ``--workers N`` runs ``serve --workers N``.
+``--target-cpus 0-1`` runs the proxy (and its check workers) on those CPUs and this driver and
+the mock upstream on the others, as a deployment's clients and LLM run on other machines: on a
+machine of four CPUs or more that is the fair reading of the relay's latencies. (On two CPUs it
+leaves the relay and its check workers one core between them, which a deployment would not.)
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import random
@@ -42,6 +47,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Annotated, Any
@@ -262,6 +268,46 @@ def start_mock_upstream(token_rate: float) -> Process:
 
 
 LOOP_LAG = Path(__file__).with_name("loop_lag.py")
+
+
+def parse_cpus(spec: str) -> set[int]:
+    """CPU numbers from ``"0"``, ``"0,2"`` or ``"0-3"`` (``taskset -c``'s list form)."""
+    cpus: set[int] = set()
+    for part in filter(None, (p.strip() for p in spec.split(","))):
+        first, _, last = part.partition("-")
+        cpus.update(range(int(first), int(last or first) + 1))
+    return cpus
+
+
+@contextlib.contextmanager
+def spawning_on(cpus: set[int] | None) -> Iterator[None]:
+    """Processes started inside run on ``cpus`` (Linux: a child, its threads and its own
+    children inherit the CPUs of the process that started it): the driver moves there while
+    it starts them, then back. None: nothing changes."""
+    if cpus is None:
+        yield
+        return
+    mine = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, cpus)
+    try:
+        yield
+    finally:
+        os.sched_setaffinity(0, mine)
+
+
+def split_cpus(target_cpus: str | None) -> tuple[set[int] | None, set[int] | None]:
+    """The CPUs of the targets and those of the load (this driver and the mock upstream):
+    ``target_cpus`` and every other CPU this process may use. A relay that shares its cores
+    with the load generator at the same priority waits for them (``main_cpu_wait_percent``),
+    which a deployment, whose clients and LLM run elsewhere, does not."""
+    if target_cpus is None:
+        return None, None
+    allowed = os.sched_getaffinity(0)
+    target = parse_cpus(target_cpus)
+    if not target or not target < allowed:
+        raise typer.BadParameter(f"must name some, not all, of the CPUs this process may use: {sorted(allowed)}",
+                                 param_hint="--target-cpus")
+    return target, allowed - target
 
 
 def start_proxy(upstream_port: int, checker: str = "none", extra_env: dict[str, str] | None = None,
@@ -618,16 +664,24 @@ def main(
     proxy_env: Annotated[list[str] | None, typer.Option(help="KEY=VALUE for the proxy (e.g. "
                                                         "FACTCHECK_CHECK__WORKERS=2), repeatable")] = None,
     warmup: Annotated[float, typer.Option(help="seconds of warm-up per target and level (not measured)")] = 2.0,
+    target_cpus: Annotated[str | None, typer.Option(
+        help="CPUs (e.g. 0 or 0-1) for the proxy, its check workers and LiteLLM; this driver and the mock "
+             "upstream then run on the others, as a deployment's clients and LLM run on other machines "
+             "(default: everything shares every CPU)")] = None,
     out: Annotated[Path | None, typer.Option(help="write JSON results here")] = None,
     markdown_out: Annotated[Path | None, typer.Option("--markdown", help="write the markdown table here")] = None,
 ) -> None:
     """Run the load and print a markdown table plus side-by-side comparisons."""
     levels = [int(s) for s in streams.split(",")]
+    on_target, on_load = split_cpus(target_cpus)
+    if on_load is not None:
+        os.sched_setaffinity(0, on_load)
     upstream = start_mock_upstream(token_rate)
     processes: list[Process] = [upstream]
     try:
         extra = dict(item.split("=", 1) for item in proxy_env or [])
-        proxy = start_proxy(upstream.port, checker, extra, workers=workers, code=code)
+        with spawning_on(on_target):
+            proxy = start_proxy(upstream.port, checker, extra, workers=workers, code=code)
         processes.append(proxy)
         targets = [Target("direct", "-", f"http://127.0.0.1:{upstream.port}/v1/chat/completions", {}, upstream)]
         for mode in modes.split(","):
@@ -636,7 +690,8 @@ def main(
         if litellm:
             from load_tests.litellm_target import start_litellm
 
-            lite = start_litellm(upstream.port)
+            with spawning_on(on_target):
+                lite = start_litellm(upstream.port)
             processes.append(lite)
             targets.append(Target("litellm", "pass", f"http://127.0.0.1:{lite.port}/v1/chat/completions", {}, lite))
         rows = run_all(targets, levels, duration, rounds, warmup, token_rate, ANSWER)
@@ -654,7 +709,7 @@ def main(
     config = {"streams": levels, "duration_s": duration, "token_rate": token_rate, "modes": modes.split(","),
               "checker": checker, "rounds": rounds, "workers": workers, "answer_tokens": len(tokenize(ANSWER)),
               "code": str(code) if code else None, "proxy_env": proxy_env or [],
-              "cpu_count": os.cpu_count()}
+              "cpu_count": os.cpu_count(), "target_cpus": sorted(on_target) if on_target else None}
     if out is not None:
         out.write_text(json.dumps({"config": config, "runs": [asdict(r) for r in rows],
                                    "comparisons": [asdict(c) for c in compared]}, indent=2))

@@ -104,6 +104,15 @@ def split_events(data: bytes) -> list[SSEEvent]:
     """The events of ``data``, a read cut after its last whole event (``EventCutter``), or
     the end of a stream (whose last event may be unterminated). Its size was checked when
     it was cut."""
+    if b"\r" not in data:
+        # The common case (LF only): each event ends at the first blank line after the one
+        # before it, which is what ``bytes.split`` finds, without a parser's buffer. Annotate
+        # mode splits every read it relays for checks.
+        *whole, rest = data.split(b"\n\n")
+        events = [_parse_event(raw + b"\n\n") for raw in whole]
+        if rest.strip():
+            events.append(_parse_event(rest))
+        return events
     parser = SSEParser(max_event_bytes=len(data) + 1)
     return parser.feed(data) + parser.flush()
 

@@ -10,6 +10,8 @@ from dataclasses import replace
 from pathlib import Path
 
 import aiohttp
+import pytest
+import typer
 
 from adapters.demo_upstream import DemoUpstream
 from load_tests.driver import (
@@ -21,7 +23,10 @@ from load_tests.driver import (
     comparisons,
     markdown,
     one_stream,
+    parse_cpus,
     request_body,
+    spawning_on,
+    split_cpus,
     summarise,
 )
 from middleware.server.commands import start_site
@@ -75,15 +80,44 @@ def test_the_cold_burst_and_the_streams_after_it_are_summarised_apart() -> None:
     assert summarise("direct", "-", 50, Pool(results=after, elapsed=1.0)).ttft_p99_burst_ms is None
 
 
+def test_cpu_lists_read_as_taskset_writes_them() -> None:
+    assert parse_cpus("0") == {0}
+    assert parse_cpus("0,2") == {0, 2}
+    assert parse_cpus("1-3, 5") == {1, 2, 3, 5}
+    assert split_cpus(None) == (None, None)
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_getaffinity") or len(os.sched_getaffinity(0)) < 2,
+                    reason="needs Linux and two CPUs")
+def test_processes_started_for_the_target_run_on_its_cpus_and_the_driver_on_the_others() -> None:
+    allowed = os.sched_getaffinity(0)
+    first = min(allowed)
+    target, load = split_cpus(str(first))
+    assert target == {first} and load == allowed - {first}
+    with spawning_on(target):
+        child = subprocess.run([sys.executable, "-c", "import os; print(sorted(os.sched_getaffinity(0)))"],
+                               capture_output=True, text=True, timeout=60, check=True)
+    assert json.loads(child.stdout) == [first]
+    assert os.sched_getaffinity(0) == allowed  # the driver is back where it was
+    for every_cpu in (",".join(map(str, allowed)), "9999"):
+        with pytest.raises(typer.BadParameter):
+            split_cpus(every_cpu)
+
+
 def test_short_run_through_real_processes(tmp_path: Path) -> None:
     out, table = tmp_path / "load.json", tmp_path / "load.md"
     command = [sys.executable, "-m", "load_tests.driver", "--streams", "3", "--duration", "2", "--warmup", "0",
                "--token-rate", "200", "--modes", "off,annotate", "--checker", "none",
                "--out", str(out), "--markdown", str(table)]
+    cpus = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
+    if len(cpus) >= 2:  # the proxy apart from this load, as the acceptance runs are measured
+        command += ["--target-cpus", str(cpus[0])]
     done = subprocess.run(command, capture_output=True, text=True, timeout=300,
                           env={**os.environ, "FACTCHECK_HOME": str(tmp_path)})
     assert done.returncode == 0, done.stdout + done.stderr
-    runs = {(r["target"], r["mode"]): r for r in json.loads(out.read_text())["runs"]}
+    results = json.loads(out.read_text())
+    assert results["config"]["target_cpus"] == (cpus[:1] if len(cpus) >= 2 else None)
+    runs = {(r["target"], r["mode"]): r for r in results["runs"]}
     assert set(runs) == {("direct", "-"), ("factcheck", "off"), ("factcheck", "annotate")}
     for run in runs.values():
         assert run["requests"] > 0 and run["errors"] == 0 and run["mismatches"] == 0

@@ -23,7 +23,7 @@ from middleware.chat.checked_stream import CheckedStream
 from middleware.chat.chunks import UpstreamChunks
 from middleware.chat.parsing import parse_chat_request, resolve_mode
 from middleware.settings import CheckSettings
-from middleware.sse import EventCutter, EventTooLarge, SSEEvent, SSEParser, encode_event
+from middleware.sse import EventCutter, EventTooLarge, SSEEvent, SSEParser, encode_event, split_events
 from middleware.types import CheckContext, Mode, SentenceReport
 from tests.support.checkers import ScriptedChecker
 from tests.middleware.test_segmenter import markdownish, split_at
@@ -106,6 +106,15 @@ def test_sse_arbitrary_bytes_never_raise_and_keep_every_byte(blob, data):
     assert blob.startswith(joined) and not blob[len(joined):].strip()  # only trailing blank bytes dropped
     for event in events:
         assert event.data is None or isinstance(event.data, str)
+
+
+@FUZZ
+@given(stream=sse_stream, tail=st.sampled_from([b"", b"\n", b"\n\n\n", b"data: unterminated", b": c\n"]),
+       blob=st.binary(max_size=200))
+def test_splitting_a_read_gives_the_parsers_events(stream, tail, blob):
+    """``split_events`` (a fast path for LF-only reads) reads what the parser reads."""
+    for data in (b"".join(raw for raw, _, _ in stream) + tail, blob):
+        assert split_events(data) == parse_all([data], SSEParser(max_event_bytes=len(data) + 1))
 
 
 @FUZZ
