@@ -124,6 +124,9 @@ class RunSummary:
     length (a cold burst: new connections, sessions, the relay's busiest second)."""
     ttft_p99_after_ms: float | None = None
     """TTFT p99 of the streams after each worker's first (the steady state)."""
+    ttft_p99_by_round_ms: list[float] = field(default_factory=list)
+    """TTFT p99 of each round alone (``--rounds``): rounds ran at different moments of a
+    noisy machine, and a mode is compared with another round by round (``mode_gaps``)."""
     main_cpu_wait_percent: float | None = None
     """How long the main thread of the target's process was ready to run but waited for a
     CPU, % of the run (Linux ``schedstat``): on a machine shared with this driver and the
@@ -482,8 +485,13 @@ class Pool:
     main_wait_s: float | None = None
     peak_rss: int = 0
     lags: list[float] | None = None
+    round_ttft_p99: list[float] = field(default_factory=list)
+    """Each round's TTFT p99, in seconds."""
 
     def add(self, run: LoadRun) -> None:
+        ttfts = [r.ttft for r in run.results if r.error is None and r.ttft is not None]
+        if ttfts:
+            self.round_ttft_p99.append(_pct(ttfts, 0.99))
         self.results += run.results
         self.elapsed += run.elapsed
         self.driver_cpu.append(run.driver_cpu)
@@ -535,6 +543,7 @@ def summarise(target: str, mode: str, streams: int, pool: Pool) -> RunSummary:
         ttft_p99_after_ms=1000 * _pct(after, 0.99) if after else None,
         main_cpu_wait_percent=100 * pool.main_wait_s / pool.elapsed if pool.main_wait_s is not None and pool.elapsed
         else None,
+        ttft_p99_by_round_ms=[1000 * p for p in pool.round_ttft_p99],
     )
 
 
@@ -614,6 +623,40 @@ def comparisons(rows: list[RunSummary]) -> list[Comparison]:
             c.cpu_percent_ratio_vs_litellm = (mine.cpu_percent or 0.0) / lite.cpu_percent
         if lite_cmp.added_ttft_p50_ms > 0:
             c.ttft_p50_ratio_vs_litellm = c.added_ttft_p50_ms / lite_cmp.added_ttft_p50_ms
+    return out
+
+
+@dataclass
+class ModeGap:
+    """A mode's TTFT p99 against off mode's at the same load, round by round: each round
+    runs both within seconds of each other, so the gap is read where the machine's noise
+    (which moves both) cancels, and its median over rounds is the figure."""
+
+    mode: str
+    streams: int
+    by_round_ms: list[float]
+
+    @property
+    def median_ms(self) -> float:
+        return statistics.median(self.by_round_ms)
+
+    def text(self) -> str:
+        rounds = ", ".join(f"{gap:+.0f}" for gap in self.by_round_ms)
+        return (f"factcheck/{self.mode} - factcheck/off @ {self.streams} streams: TTFT p99 by round {rounds} ms "
+                f"(median {self.median_ms:+.0f})")
+
+
+def mode_gaps(rows: list[RunSummary]) -> list[ModeGap]:
+    """Every checked mode's ``ModeGap`` against off mode, where both ran."""
+    off = {r.streams: r for r in rows if r.target == "factcheck" and r.mode == "off"}
+    out = []
+    for row in rows:
+        base = off.get(row.streams)
+        if row.target != "factcheck" or row.mode == "off" or base is None:
+            continue
+        gaps = [a - b for a, b in zip(row.ttft_p99_by_round_ms, base.ttft_p99_by_round_ms, strict=False)]
+        if gaps:
+            out.append(ModeGap(row.mode, row.streams, gaps))
     return out
 
 
@@ -700,9 +743,10 @@ def main(
             process.stop()
     table = markdown(rows)
     compared = comparisons(rows)
+    gaps = mode_gaps(rows)
     print(table)
     print()
-    print("\n".join(c.text() for c in compared))
+    print("\n".join(c.text() for c in [*compared, *gaps]))
     for row in rows:
         if row.verdicts:
             print(f"verdicts {row.target}/{row.mode} @ {row.streams}: {row.verdicts}")
@@ -712,9 +756,10 @@ def main(
               "cpu_count": os.cpu_count(), "target_cpus": sorted(on_target) if on_target else None}
     if out is not None:
         out.write_text(json.dumps({"config": config, "runs": [asdict(r) for r in rows],
-                                   "comparisons": [asdict(c) for c in compared]}, indent=2))
+                                   "comparisons": [asdict(c) for c in compared],
+                                   "mode_gaps": [{**asdict(g), "median_ms": g.median_ms} for g in gaps]}, indent=2))
     if markdown_out is not None:
-        markdown_out.write_text(table + "\n\n" + "\n".join(f"- {c.text()}" for c in compared) + "\n")
+        markdown_out.write_text(table + "\n\n" + "\n".join(f"- {c.text()}" for c in [*compared, *gaps]) + "\n")
 
 
 if __name__ == "__main__":

@@ -16,12 +16,14 @@ import typer
 from adapters.demo_upstream import DemoUpstream
 from load_tests.driver import (
     ANSWER,
+    LoadRun,
     Pool,
     RunSummary,
     StreamResult,
     Target,
     comparisons,
     markdown,
+    mode_gaps,
     one_stream,
     parse_cpus,
     request_body,
@@ -80,6 +82,25 @@ def test_the_cold_burst_and_the_streams_after_it_are_summarised_apart() -> None:
     assert summarise("direct", "-", 50, Pool(results=after, elapsed=1.0)).ttft_p99_burst_ms is None
 
 
+def test_a_mode_is_compared_with_off_mode_round_by_round() -> None:
+    def pool(*p99s: float) -> Pool:
+        rounds = Pool()
+        for p99 in p99s:  # a round of 100 streams whose two slowest (its p99) took p99 s
+            run = LoadRun([StreamResult(ttft=0.001) for _ in range(98)] + [StreamResult(ttft=p99)] * 2, 1.0, 0.0)
+            rounds.add(run)
+        return rounds
+
+    rows = [summarise("factcheck", "off", 200, pool(0.1, 0.5, 0.1)),
+            summarise("factcheck", "annotate", 200, pool(0.2, 0.5, 0.13)),
+            summarise("direct", "-", 200, pool(0.01, 0.01, 0.01))]
+    assert rows[1].ttft_p99_by_round_ms == [200.0, 500.0, 130.0]
+    (gap,) = mode_gaps(rows)
+    assert (gap.mode, gap.streams) == ("annotate", 200)
+    assert [round(g) for g in gap.by_round_ms] == [100, 0, 30] and round(gap.median_ms) == 30
+    assert "by round +100, +0, +30 ms (median +30)" in gap.text()
+    assert mode_gaps(rows[1:]) == []  # no off mode at that load: nothing to compare with
+
+
 def test_cpu_lists_read_as_taskset_writes_them() -> None:
     assert parse_cpus("0") == {0}
     assert parse_cpus("0,2") == {0, 2}
@@ -132,3 +153,5 @@ def test_short_run_through_real_processes(tmp_path: Path) -> None:
     annotate = runs[("factcheck", "annotate")]  # checker none: every report unverified, none checked
     assert annotate["checks_per_s"] == 0 and annotate["shed"] == annotate["timed_out"] == 0
     assert "added TTFT p50" in table.read_text() and "loop lag max ms" in table.read_text()
+    (gap,) = results["mode_gaps"]  # one round: one gap, annotate against off
+    assert gap["mode"] == "annotate" and len(gap["by_round_ms"]) == 1 and "TTFT p99 by round" in table.read_text()
