@@ -14,7 +14,6 @@ from aiohttp import web
 from middleware.checkers.pool import WorkerPool
 from middleware.checking import NoChecker
 from middleware.interfaces import Checker, Providers, Upstream
-from middleware.pipeline.assembly import build_pipeline_checker
 from middleware.server.app import create_app
 from middleware.settings import Settings
 
@@ -32,12 +31,15 @@ def build_checker(settings: Settings) -> Checker:
     """The configured checker: the fact-checking pipeline, or ``NoChecker`` for 'none'."""
     if settings.check.checker == "none":
         return NoChecker()
+    from middleware.pipeline.assembly import build_pipeline_checker
+
     return _on_runtime(settings, build_pipeline_checker(settings, providers()))
 
 
 def pipeline_checker(settings: Settings) -> Checker:
     """The pipeline for the command line, with the demo index built first when it is searched."""
     from middleware.evidence.index import ensure_demo_index
+    from middleware.pipeline.assembly import build_pipeline_checker
 
     if "index" in settings.evidence.providers:
         ensure_demo_index(settings.evidence.index_dir, settings=settings)

@@ -22,7 +22,7 @@ from middleware.errors import RequestError
 from middleware.evidence.request_passages import context_passages, request_texts
 from middleware.interfaces import Upstream, UpstreamStream
 from middleware.metrics import ACTIVE_STREAMS, ADDED_LATENCY, REQUESTS, TIME_TO_FIRST_TOKEN, UPSTREAM_LATENCY
-from middleware.pipeline.memory import ClosedBook
+from middleware.pipeline.closed_book import ClosedBook
 from middleware.settings import Settings
 from middleware.types import CheckContext, GroundingPrompt, Mode
 

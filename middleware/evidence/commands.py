@@ -4,18 +4,19 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from middleware.evidence.documents import JsonlFields
-from middleware.evidence.index import IndexEmbedder, LocalIndex, ensure_demo_index
 from middleware.settings import Settings, load_settings
 
-__all__ = ["ensure_demo_index", "register"]
+if TYPE_CHECKING:
+    from middleware.evidence.index import IndexEmbedder
+
+__all__ = ["register"]
 
 _INDEX_HELP = "index directory [FACTCHECK_INDEX_DIR; default evidence.index_dir]"
 
@@ -43,6 +44,9 @@ def index(
 ) -> None:
     """Index documents (incremental: only new and changed files are read and embedded;
     indexed files gone from PATHS are removed). Also updates the QUIP Data Portrait."""
+    from middleware.evidence.documents import JsonlFields
+    from middleware.evidence.index import LocalIndex
+
     settings, directory = _setup(config, index_dir)
     console = Console(stderr=True)
     embedder = _load_embedder(settings) if dense else None
@@ -80,6 +84,8 @@ def search(
     config: Annotated[Path | None, typer.Option(help="YAML settings file [FACTCHECK_CONFIG]")] = None,
 ) -> None:
     """Search the local index (BM25 and dense, fused) and print the best passages."""
+    from middleware.evidence.index import LocalIndex
+
     settings, directory = _setup(config, index_dir)
     if not LocalIndex.exists(directory):
         typer.echo(f"no index at {directory}: run `factcheck index PATH... --index {directory}` first", err=True)

@@ -17,13 +17,12 @@ from collections.abc import Sequence
 
 from middleware.evidence.lexical import BM25, terms
 from middleware.evidence.passages import embedding_text
+from middleware.evidence.request_passages import PROVIDER
 from middleware.interfaces import EvidenceSource
 from middleware.types import Passage
 
 log = logging.getLogger(__name__)
 
-PROVIDER = "context"
-"""The ``provider`` of every passage taken from the request."""
 FIRST_MIN_RECALL = 0.5
 """Policy 'first': the context answers a query alone when its best passage holds at least this
 IDF-weighted share of the query's terms; otherwise the other sources are searched too."""

@@ -13,7 +13,6 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-import trafilatura
 
 log = logging.getLogger(__name__)
 
@@ -90,7 +89,10 @@ def _decode(data: bytes) -> str:
 
 def _html_document(path: Path, data: bytes) -> Document:
     """Main text as markdown (all visible text when trafilatura finds no main part), title
-    from the page's metadata. trafilatura detects the charset."""
+    from the page's metadata. trafilatura detects the charset. (Imported here: a process that
+    only opens an index, the relay checking the demo index at start-up, does not load it.)"""
+    import trafilatura
+
     text = trafilatura.extract(data, output_format="markdown", include_comments=False, include_tables=True)
     if not text or not text.strip():
         text = trafilatura.html2txt(data)

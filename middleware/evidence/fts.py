@@ -14,8 +14,7 @@ from __future__ import annotations
 import re
 import sqlite3
 import threading
-
-from spacy.lang.en.stop_words import STOP_WORDS
+from functools import cache
 
 SCORED_ROWS = 2000
 MAX_QUERY_TERMS = 32
@@ -29,7 +28,17 @@ def query_terms(query: str) -> list[str]:
     """The query's distinct words, lower-cased, stop words dropped unless nothing else is
     left. Each is later quoted, so no word is ever read as FTS5 syntax."""
     words = list(dict.fromkeys(w.lower() for w in _WORD.findall(query)))
-    return ([w for w in words if w not in STOP_WORDS] or words)[:MAX_QUERY_TERMS]
+    stop = _stop_words()
+    return ([w for w in words if w not in stop] or words)[:MAX_QUERY_TERMS]
+
+
+@cache
+def _stop_words() -> frozenset[str]:
+    """spaCy's English stop words, imported at the first query: a process that only opens an
+    index (the relay checking the demo index at start-up) does not load spaCy."""
+    from spacy.lang.en.stop_words import STOP_WORDS
+
+    return frozenset(STOP_WORDS)
 
 
 def _quoted(term: str) -> str:

@@ -15,11 +15,13 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from middleware.evidence.context_source import PROVIDER
 from middleware.evidence.passages import STRIDE, WINDOW, split_passages
 from middleware.segmenter import segment_text
 from middleware.types import Passage, SegmentKind
 
+PROVIDER = "context"
+"""The ``provider`` of every passage taken from the request (``context_source.ContextSource``
+searches them)."""
 CONTEXT_ROLES = {"system": "system", "developer": "developer", "user": "user", "tool": "tool", "function": "function"}
 """Message roles whose text is context (the assistant's own earlier turns are not evidence)."""
 QUESTION_MAX_CHARS = 500

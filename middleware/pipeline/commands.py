@@ -6,14 +6,14 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
-from typing import Annotated, Any, TextIO
+from typing import TYPE_CHECKING, Annotated, Any, TextIO
 
 import typer
 
-from middleware.pipeline.decontext import SpacyDecontextualiser
-from middleware.pipeline.stages import map_to_sentence
-from middleware.pipeline.verifiers import Verifier, passages_from_texts
 from middleware.settings import load_settings
+
+if TYPE_CHECKING:
+    from middleware.pipeline.verifiers import Verifier
 
 _BACKEND_HELP = "verifier backend: slots, nli, hybrid or llm (default: settings pipeline.verifier)"
 
@@ -28,6 +28,10 @@ async def verify_record(verifier: Verifier, record: dict[str, Any]) -> dict[str,
     """One ``factcheck verify`` record: {"claim", "evidence": [str], "context"?} ->
     {"label", "scores", "evidence_index", "span"}. With a context the claim is first
     decontextualised; the span is always in the claim's own offsets."""
+    from middleware.pipeline.decontext import SpacyDecontextualiser
+    from middleware.pipeline.stages import map_to_sentence
+    from middleware.pipeline.verifiers import passages_from_texts
+
     claim, evidence = record["claim"], record.get("evidence") or []
     if (
         not isinstance(claim, str)

@@ -1,13 +1,42 @@
 """The model runtime: exported ONNX models served through onnxruntime, one session per model,
-one micro-batcher per model shared by every stream. Importing it loads no torch."""
+one micro-batcher per model shared by every stream. Importing it loads no torch.
 
-from middleware.runtime.batcher import BatcherClosed, MicroBatcher
-from middleware.runtime.embedder import OnnxEmbedder
-from middleware.runtime.loading import clear_models, load_embedder, load_pair_scorer, load_seq2seq
-from middleware.runtime.resolve import cache_dir, resolve_model
-from middleware.runtime.scorer import OnnxPairScorer
-from middleware.runtime.seq2seq import OnnxSeq2Seq, fuse
-from middleware.runtime.onnx_session import OnnxSession, ProviderUnavailable, choose_providers, get_session
+The names below are imported when first used (PEP 562), not with the package: a process that
+imports one of its light modules (the relay: ``eventloop``-adjacent code, ``resolve``) does
+not load onnxruntime and the tokenizers with it."""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from middleware.runtime.batcher import BatcherClosed, MicroBatcher
+    from middleware.runtime.embedder import OnnxEmbedder
+    from middleware.runtime.loading import clear_models, load_embedder, load_pair_scorer, load_seq2seq
+    from middleware.runtime.onnx_session import OnnxSession, ProviderUnavailable, choose_providers, get_session
+    from middleware.runtime.resolve import cache_dir, resolve_model
+    from middleware.runtime.scorer import OnnxPairScorer
+    from middleware.runtime.seq2seq import OnnxSeq2Seq, fuse
+
+_HOMES = {
+    "BatcherClosed": "batcher",
+    "MicroBatcher": "batcher",
+    "OnnxEmbedder": "embedder",
+    "OnnxPairScorer": "scorer",
+    "OnnxSeq2Seq": "seq2seq",
+    "OnnxSession": "onnx_session",
+    "ProviderUnavailable": "onnx_session",
+    "cache_dir": "resolve",
+    "choose_providers": "onnx_session",
+    "clear_models": "loading",
+    "fuse": "seq2seq",
+    "get_session": "onnx_session",
+    "load_embedder": "loading",
+    "load_pair_scorer": "loading",
+    "load_seq2seq": "loading",
+    "resolve_model": "resolve",
+}
 
 __all__ = [
     "BatcherClosed",
@@ -27,3 +56,10 @@ __all__ = [
     "load_seq2seq",
     "resolve_model",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{home}"), name)

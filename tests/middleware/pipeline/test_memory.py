@@ -18,7 +18,7 @@ from middleware.checking import CheckRunner
 from middleware.settings import CheckSettings
 from middleware.evidence.request_passages import request_passages
 from middleware.metrics import MEMORY_CHECK_LATENCY, MEMORY_CHECK_TOKENS
-from middleware.pipeline.memory import ClosedBook, closed_book_body, closed_book_question
+from middleware.pipeline.closed_book import ClosedBook, closed_book_body, closed_book_question
 from middleware.types import CheckContext, Sentence
 from tests.support.context_doubles import (
     CLOSED_BOOK,
