@@ -26,8 +26,8 @@ anything else on the machine held.
 The second is the acceptance run (200 streams, 60 s, the real offline pipeline in annotate
 mode, LiteLLM beside it; ``bash load_tests/install_litellm.sh`` first). ``--checker none``
 measures the proxy's own cost without checks; ``--workers N`` runs ``serve --workers N``.
-``--target-cpus 0-1`` runs the proxy (and its check workers) on those CPUs and this driver and
-the mock upstream on the others, as a deployment's clients and LLM run on other machines: on a
+``--target-cpus 0-1`` runs the proxy (and its check workers, and LiteLLM) on those CPUs and
+this driver and the mock upstream on the others, as a deployment's clients and LLM run on other machines: on a
 machine of four CPUs or more that is the fair reading of the relay's latencies. (On two CPUs it
 leaves the relay and its check workers one core between them, which a deployment would not.)
 """
@@ -124,9 +124,10 @@ class RunSummary:
     length (a cold burst: new connections, sessions, the relay's busiest second)."""
     ttft_p99_after_ms: float | None = None
     """TTFT p99 of the streams after each worker's first (the steady state)."""
-    ttft_p99_by_round_ms: list[float] = field(default_factory=list)
-    """TTFT p99 of each round alone (``--rounds``): rounds ran at different moments of a
-    noisy machine, and a mode is compared with another round by round (``mode_gaps``)."""
+    ttft_p99_by_round_ms: list[float | None] = field(default_factory=list)
+    """TTFT p99 of each round alone (``--rounds``; None for a round without a first token):
+    rounds ran at different moments of a noisy machine, and a mode is compared with another
+    round by round (``mode_gaps``)."""
     main_cpu_wait_percent: float | None = None
     """How long the main thread of the target's process was ready to run but waited for a
     CPU, % of the run (Linux ``schedstat``): on a machine shared with this driver and the
@@ -485,13 +486,12 @@ class Pool:
     main_wait_s: float | None = None
     peak_rss: int = 0
     lags: list[float] | None = None
-    round_ttft_p99: list[float] = field(default_factory=list)
-    """Each round's TTFT p99, in seconds."""
+    round_ttft_p99: list[float | None] = field(default_factory=list)
+    """Each round's TTFT p99, in seconds (None: no stream of the round had a first token)."""
 
     def add(self, run: LoadRun) -> None:
         ttfts = [r.ttft for r in run.results if r.error is None and r.ttft is not None]
-        if ttfts:
-            self.round_ttft_p99.append(_pct(ttfts, 0.99))
+        self.round_ttft_p99.append(_pct(ttfts, 0.99) if ttfts else None)
         self.results += run.results
         self.elapsed += run.elapsed
         self.driver_cpu.append(run.driver_cpu)
@@ -543,7 +543,7 @@ def summarise(target: str, mode: str, streams: int, pool: Pool) -> RunSummary:
         ttft_p99_after_ms=1000 * _pct(after, 0.99) if after else None,
         main_cpu_wait_percent=100 * pool.main_wait_s / pool.elapsed if pool.main_wait_s is not None and pool.elapsed
         else None,
-        ttft_p99_by_round_ms=[1000 * p for p in pool.round_ttft_p99],
+        ttft_p99_by_round_ms=[1000 * p if p is not None else None for p in pool.round_ttft_p99],
     )
 
 
@@ -632,9 +632,11 @@ def comparisons(rows: list[RunSummary]) -> list[Comparison]:
 
 @dataclass
 class ModeGap:
-    """A mode's TTFT p99 against off mode's at the same load, round by round: each round
-    runs both within seconds of each other, so the gap is read where the machine's noise
-    (which moves both) cancels, and its median over rounds is the figure."""
+    """A mode's TTFT p99 against off mode's at the same load, round by round: a round runs
+    every target once, one after another, so the two runs of a pair are at most a round
+    apart, not the whole invocation; the machine's drift (which moves both) mostly cancels,
+    and the median over rounds is the figure. Rounds where either had no first token are
+    left out."""
 
     mode: str
     streams: int
@@ -658,7 +660,8 @@ def mode_gaps(rows: list[RunSummary]) -> list[ModeGap]:
         base = off.get(row.streams)
         if row.target != "factcheck" or row.mode == "off" or base is None:
             continue
-        gaps = [a - b for a, b in zip(row.ttft_p99_by_round_ms, base.ttft_p99_by_round_ms, strict=False)]
+        pairs = zip(row.ttft_p99_by_round_ms, base.ttft_p99_by_round_ms, strict=True)
+        gaps = [a - b for a, b in pairs if a is not None and b is not None]
         if gaps:
             out.append(ModeGap(row.mode, row.streams, gaps))
     return out

@@ -107,8 +107,17 @@ def lower_priority(nice: int, idle: bool) -> None:
             continue
 
 
+_RELAY_MODULES = ("builtins", "middleware")
+"""Where the class of an exception sent to the relay may live: unpickling imports it there,
+and the relay does not import the checks' libraries (an onnxruntime error would load
+onnxruntime into the relay, on its event loop)."""
+
+
 def _result(call: int, ok: bool, value: Any) -> bytes:
-    """The answer to ``call``; an exception that does not pickle goes as a RuntimeError of its name."""
+    """The answer to ``call``. An exception of another library, or one that does not pickle,
+    goes as a RuntimeError naming its type."""
+    if isinstance(value, BaseException) and type(value).__module__.split(".")[0] not in _RELAY_MODULES:
+        value = RuntimeError(f"{type(value).__module__}.{type(value).__qualname__}: {value}")
     try:
         return frame(("result", call, ok, value))
     except Exception:  # noqa: BLE001 - whatever failed to pickle, the relay still gets an answer

@@ -6,6 +6,7 @@ import asyncio
 import gc
 import json
 import logging
+import multiprocessing
 import signal
 from collections.abc import Callable
 from pathlib import Path
@@ -66,12 +67,27 @@ async def start_demo_upstream(host: str = "127.0.0.1", port: int = 0, token_rate
 
 
 def _prepare_evidence(settings: Settings) -> None:
-    """Build the packaged demo index when the local index is the evidence source and empty."""
+    """Build the packaged demo index when the local index is the evidence source and empty
+    (or out of date). With the checks in worker processes (``check.workers``) it is built in
+    a child process: the relay would otherwise keep the embedder (and onnxruntime) that it
+    needed once, for the rest of its life."""
     if "index" not in settings.evidence.providers or settings.check.checker == "none":
         return
+    if settings.check.workers == 0:
+        _build_demo_index(settings)
+        return
+    child = multiprocessing.get_context("spawn").Process(target=_build_demo_index, args=(settings,),
+                                                         name="demo-index")
+    child.start()
+    child.join()
+    if child.exitcode != 0:
+        raise RuntimeError(f"building the demo index failed (exit code {child.exitcode}); its error is above")
+
+
+def _build_demo_index(settings: Settings) -> None:
     from middleware.evidence.index import ensure_demo_index
 
-    ensure_demo_index(settings.evidence.index_dir)
+    ensure_demo_index(settings.evidence.index_dir, settings=settings)
 
 
 def serve(

@@ -83,22 +83,30 @@ def test_the_cold_burst_and_the_streams_after_it_are_summarised_apart() -> None:
 
 
 def test_a_mode_is_compared_with_off_mode_round_by_round() -> None:
-    def pool(*p99s: float) -> Pool:
+    def run(p99: float) -> LoadRun:  # 100 streams whose two slowest (the p99) took p99 s
+        return LoadRun([StreamResult(ttft=0.001) for _ in range(98)] + [StreamResult(ttft=p99)] * 2, 1.0, 0.0)
+
+    def pool(*runs: LoadRun) -> Pool:
         rounds = Pool()
-        for p99 in p99s:  # a round of 100 streams whose two slowest (its p99) took p99 s
-            run = LoadRun([StreamResult(ttft=0.001) for _ in range(98)] + [StreamResult(ttft=p99)] * 2, 1.0, 0.0)
-            rounds.add(run)
+        for one in runs:
+            rounds.add(one)
         return rounds
 
-    rows = [summarise("factcheck", "off", 200, pool(0.1, 0.5, 0.1)),
-            summarise("factcheck", "annotate", 200, pool(0.2, 0.5, 0.13)),
-            summarise("direct", "-", 200, pool(0.01, 0.01, 0.01))]
+    rows = [summarise("factcheck", "off", 200, pool(run(0.1), run(0.5), run(0.1))),
+            summarise("factcheck", "annotate", 200, pool(run(0.2), run(0.5), run(0.13))),
+            summarise("direct", "-", 200, pool(run(0.01), run(0.01), run(0.01)))]
     assert rows[1].ttft_p99_by_round_ms == [200.0, 500.0, 130.0]
     (gap,) = mode_gaps(rows)
     assert (gap.mode, gap.streams) == ("annotate", 200)
     assert [round(g) for g in gap.by_round_ms] == [100, 0, 30] and round(gap.median_ms) == 30
     assert "by round +100, +0, +30 ms (median +30)" in gap.text()
     assert mode_gaps(rows[1:]) == []  # no off mode at that load: nothing to compare with
+    # A round in which every off-mode stream failed is left out; the others stay paired.
+    failed = pool(LoadRun([StreamResult(error="HTTP 502")], 1.0, 0.0), run(0.1), run(0.5))
+    off = summarise("factcheck", "off", 200, failed)
+    assert off.ttft_p99_by_round_ms == [None, 100.0, 500.0]
+    (gap,) = mode_gaps([off, rows[1]])
+    assert [round(g) for g in gap.by_round_ms] == [400, -370]
 
 
 def test_cpu_lists_read_as_taskset_writes_them() -> None:
