@@ -27,9 +27,10 @@ The second is the acceptance run (200 streams, 60 s, the real offline pipeline i
 mode, LiteLLM beside it; ``bash load_tests/install_litellm.sh`` first). ``--checker none``
 measures the proxy's own cost without checks; ``--workers N`` runs ``serve --workers N``.
 ``--target-cpus 0-1`` runs the proxy (and its check workers, and LiteLLM) on those CPUs and
-this driver and the mock upstream on the others, as a deployment's clients and LLM run on other machines: on a
-machine of four CPUs or more that is the fair reading of the relay's latencies. (On two CPUs it
-leaves the relay and its check workers one core between them, which a deployment would not.)
+this driver and the mock upstream on the others, as a deployment's clients and LLM run on
+other machines: on a machine of four CPUs or more that is the fair reading of the relay's
+latencies. (On two CPUs it leaves the relay and its check workers one core between them,
+which a deployment would not.)
 """
 
 from __future__ import annotations

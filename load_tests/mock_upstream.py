@@ -1,9 +1,9 @@
 """Run the scripted mock upstream on loopback: ``python -m load_tests.mock_upstream --port P``.
 
 It listens through the proxy's own site (``start_site``: accepts every waiting connection
-per turn of the loop). uvloop's own server accepts one connection per turn; under a burst of
-new streams the instrument then made the proxy wait tens of milliseconds for its upstream
-connections, which the driver counted as the proxy's first-token latency."""
+per turn of the loop). uvloop's own server accepts one connection per turn, which made the
+proxy's accept queue grow under a burst of new streams; no figure of the driver moved when
+the mock upstream changed over, but the instrument now cannot be what holds a burst back."""
 
 from __future__ import annotations
 

@@ -31,24 +31,25 @@ def build_checker(settings: Settings) -> Checker:
     """The configured checker: the fact-checking pipeline, or ``NoChecker`` for 'none'."""
     if settings.check.checker == "none":
         return NoChecker()
-    from middleware.pipeline.assembly import build_pipeline_checker
-
-    return _on_runtime(settings, build_pipeline_checker(settings, providers()))
+    return _pipeline(settings)
 
 
 def pipeline_checker(settings: Settings) -> Checker:
     """The pipeline for the command line, with the demo index built first when it is searched."""
     from middleware.evidence.index import ensure_demo_index
-    from middleware.pipeline.assembly import build_pipeline_checker
 
     if "index" in settings.evidence.providers:
         ensure_demo_index(settings.evidence.index_dir, settings=settings)
-    return _on_runtime(settings, build_pipeline_checker(settings, providers()))
+    return _pipeline(settings)
 
 
-def _on_runtime(settings: Settings, checker: Checker) -> Checker:
-    """With the models on the Ray Serve tier (``runtime.backend: ray``), a check that a tier
-    failure touched is reported ``unverified`` (``ray_client.TierGuardedChecker``)."""
+def _pipeline(settings: Settings) -> Checker:
+    """The fact-checking pipeline (imported here: a relay whose checks run in workers never
+    loads it). With the models on the Ray Serve tier (``runtime.backend: ray``), a check that
+    a tier failure touched is reported ``unverified`` (``ray_client.TierGuardedChecker``)."""
+    from middleware.pipeline.assembly import build_pipeline_checker
+
+    checker = build_pipeline_checker(settings, providers())
     if settings.runtime.backend != "ray":
         return checker
     from middleware.runtime.ray_client import TierGuardedChecker

@@ -2,13 +2,13 @@
 
 With ``factcheck.memory_check: true`` the proxy asks the upstream once, when the request
 arrives and beside the main stream, for a closed-book answer to the user's question (the same
-body without the context: see :func:`closed_book_body`). A checked sentence is flagged when
-``sim_cb > m * sim_ctx``: its best cosine with a sentence of the closed-book answer exceeds
-``m`` times its best cosine with a sentence of the context evidence. Reported on
+body without the context: see ``closed_book.closed_book_body``). A checked sentence is flagged
+when ``sim_cb > m * sim_ctx``: its best cosine with a sentence of the closed-book answer
+exceeds ``m`` times its best cosine with a sentence of the context evidence. Reported on
 ``SentenceReport.memory``, never a verdict by itself. The closed-book call is the request's
 (``closed_book.ClosedBook``, started by the serving layer, on the relay's event loop: it is
-I/O); :class:`MemoryCheck` is the checker's side, given the answer when it comes (in a check worker,
-over its channel).
+I/O); :class:`MemoryCheck` is the checker's side, given the answer when it comes (in a check
+worker, over its channel).
 """
 
 from __future__ import annotations
