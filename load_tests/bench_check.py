@@ -25,7 +25,7 @@ from typing import Annotated
 import typer
 
 from middleware.checking import CheckRunner
-from middleware.segmenter import segment_text
+from middleware.text.answer_segmenter import segment_text
 from middleware.settings import load_settings
 from middleware.types import CheckContext, Mode, Sentence
 
@@ -80,7 +80,7 @@ def main(
 ) -> None:
     from adapters.demo_upstream import DemoAnswers
     from middleware.evidence.index import ensure_demo_index
-    from middleware.pipeline.assembly import build_pipeline_checker
+    from middleware.composition.pipeline import build_pipeline_checker
 
     settings = load_settings()
     ensure_demo_index(settings.evidence.index_dir, settings=settings)

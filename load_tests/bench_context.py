@@ -51,12 +51,12 @@ from middleware.checking import check_sentence
 from middleware.evidence.index import DEMO_CORPUS, ensure_demo_index
 from middleware.evidence.request_passages import request_passages
 from middleware.metrics import MEMORY_CHECK_LATENCY, MEMORY_CHECK_TOKENS
-from middleware.pipeline.assembly import build_pipeline_checker
+from middleware.composition.pipeline import build_pipeline_checker
 from middleware.composition import build_app
-from middleware.server.commands import start_site
+from middleware.commands.serve import start_site
 from middleware.settings import Settings, load_settings
 from middleware.sse import SSEParser
-from middleware.segmenter import segment_text
+from middleware.text.answer_segmenter import segment_text
 from middleware.types import CheckContext, Sentence
 
 CONDITIONS = ("index", "context-only", "context-first", "context-among")

@@ -141,7 +141,7 @@ class CorpusGenerator:
 
 def write_corpus(directory: Path, passages: int, window: int, stride: int) -> tuple[int, float]:
     """Write JSON-lines files until they hold about ``passages`` passages; return (count, s)."""
-    from middleware.evidence.passages import split_passages
+    from middleware.evidence.passages import document_passages
 
     t0 = time.perf_counter()
     directory.mkdir(parents=True, exist_ok=True)
@@ -154,7 +154,7 @@ def write_corpus(directory: Path, passages: int, window: int, stride: int) -> tu
             fh = open(directory / f"part-{part:04d}.jsonl", "w", encoding="utf-8")
             part += 1
         doc = gen.document()
-        total += len(split_passages(doc["text"], "x", window=window, stride=stride))
+        total += len(document_passages(doc["text"], "x", window=window, stride=stride))
         fh.write(json.dumps(doc) + "\n")
     if fh:
         fh.close()
@@ -162,13 +162,13 @@ def write_corpus(directory: Path, passages: int, window: int, stride: int) -> tu
 
 
 def first_passages(corpus: Path, n: int, window: int, stride: int) -> list[str]:
-    from middleware.evidence.passages import embedding_text, split_passages
+    from middleware.evidence.passages import embedding_text, document_passages
 
     out: list[str] = []
     with open(sorted(corpus.glob("*.jsonl"))[0], encoding="utf-8") as fh:
         for line in fh:
             doc = json.loads(line)
-            out.extend(embedding_text(p) for p in split_passages(doc["text"], "x", doc["title"], window, stride))
+            out.extend(embedding_text(p) for p in document_passages(doc["text"], "x", doc["title"], window, stride))
             if len(out) >= n:
                 break
     return out[:n]

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 
-from middleware.segmenter import StreamSegmenter
+from middleware.text.answer_segmenter import StreamSegmenter
 
 ANSWER = """## Overview
 

@@ -58,7 +58,7 @@ import psutil
 import typer
 
 from adapters.demo_upstream import tokenize
-from middleware.server import eventloop
+from middleware import eventloop
 
 ANSWER = (
     "The Eiffel Tower is in Paris. It was completed in 1889 for the World's Fair. "

@@ -66,7 +66,7 @@ def probed(factory: Callable[[], asyncio.AbstractEventLoop] | None, path: str) -
 
 def main() -> None:
     from middleware import cli
-    from middleware.server import eventloop
+    from middleware import eventloop
 
     path = os.environ["FACTCHECK_LOOP_LAG_FILE"]
     choose = eventloop.loop_factory

@@ -12,8 +12,8 @@ from typing import Annotated
 
 import typer
 
-from middleware.server import eventloop
-from middleware.server.commands import start_demo_upstream
+from middleware import eventloop
+from middleware.commands.serve import start_demo_upstream
 
 
 async def serve(port: int, token_rate: float) -> None:

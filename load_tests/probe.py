@@ -25,7 +25,7 @@ import typer
 
 from adapters.demo_upstream import DemoUpstream, tokenize
 from middleware.composition import build_app
-from middleware.server.commands import start_site
+from middleware.commands.serve import start_site
 from middleware.settings import Settings, load_settings
 from middleware.sse import SSEEvent, SSEParser, delta_content
 

@@ -11,13 +11,14 @@ app = typer.Typer(help="Streaming fact-checking middleware for OpenAI-compatible
 
 # Each module defines ``register(app: typer.Typer) -> None``.
 _COMMAND_MODULES = (
-    "middleware.server.commands",  # serve, demo
-    "middleware.runtime.commands",  # export
-    "middleware.evidence.commands",  # index, search
-    "middleware.pipeline.commands",  # verify
-    "middleware.chat.check_command",  # check, eval-check, eval-grounding
-    "middleware.revise.commands",  # edit, eval-edit, make-edit-data, train-editor
-    "middleware.training.commands",  # train-verifier, eval-verifier, calibrate-verifier
+    "middleware.commands.serve",  # serve, demo
+    "middleware.commands.export",  # export
+    "middleware.commands.index",  # index, search
+    "middleware.commands.verify",  # verify
+    "middleware.commands.check",  # check
+    "middleware.commands.edit",  # edit, make-edit-data, train-editor
+    "middleware.commands.train",  # train-verifier, calibrate-verifier, fit-combiner
+    "middleware.evaluation.commands",  # eval-check, eval-grounding, eval-edit, eval-verifier, eval-battery
 )
 
 for _name in _COMMAND_MODULES:

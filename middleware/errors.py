@@ -1,11 +1,36 @@
-"""Errors that cross module boundaries, each rendered in the OpenAI error format."""
+"""Errors that cross module boundaries, and the OpenAI error format they are rendered in
+(``ErrorBody``, part of every endpoint family's wire protocol)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from middleware.chat.protocol import error_body
+from pydantic import BaseModel, ConfigDict
+
 from middleware.redaction import redact
+
+
+class ErrorDetail(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    message: str
+    type: str
+    param: str | None = None
+    code: str | None = None
+
+
+class ErrorBody(BaseModel):
+    """The OpenAI error format, for every error the proxy reports (HTTP body, SSE event,
+    websocket message), but those of ``/v1/messages`` (``messages.protocol.AnthropicErrorBody``)."""
+
+    model_config = ConfigDict(extra="forbid")
+    error: ErrorDetail
+
+
+def error_body(
+    message: str, type_: str = "invalid_request_error", param: str | None = None, code: str | None = None
+) -> dict[str, Any]:
+    """An ``ErrorBody`` as JSON-ready data."""
+    return ErrorBody(error=ErrorDetail(message=message, type=type_, param=param, code=code)).model_dump()
 
 
 class RequestError(Exception):

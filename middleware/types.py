@@ -1,9 +1,11 @@
-"""Shared wire types.
+"""The engine's shared types: what a check produces and consumes (sentences, passages,
+verdicts, edits, reports, summaries, the request's check context), as pydantic models.
 
-Every object that crosses a module boundary or goes out on the wire is defined here as a
-pydantic model, so the JSON a client receives *is* this schema. Offsets are character
-offsets (Python ``str`` indices) into the full assistant message unless a field says
-otherwise.
+The reports and summaries go out on the wire as they are, inside the endpoint families' own
+envelopes, which each family's ``protocol`` module defines (``middleware.chat.protocol``,
+``middleware.responses.protocol``, ``middleware.messages.protocol``; the error format is
+``middleware.errors``). Offsets are character offsets (Python ``str`` indices) into the full
+assistant message unless a field says otherwise.
 """
 
 from __future__ import annotations

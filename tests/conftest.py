@@ -12,7 +12,7 @@ from aiohttp import web
 from adapters.demo_upstream import DemoUpstream
 from middleware.interfaces import Checker
 from middleware.composition import build_app
-from middleware.server.commands import start_site
+from middleware.commands.serve import start_site
 from middleware.settings import Settings, load_settings
 from tests.support.checkers import ScriptedChecker
 

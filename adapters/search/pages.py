@@ -6,7 +6,7 @@ For one query: the wrapped source (the combined web providers) answers with snip
 pages of the first ``pages`` distinct result URLs are fetched concurrently by
 :class:`~adapters.fetch.PageFetcher` (SSRF guard, size and time caps, trafilatura, page
 cache); each page is cut by the project's passage splitter
-(:func:`middleware.evidence.passages.split_passages`); snippets and page passages are ranked by
+(:func:`middleware.evidence.passages.document_passages`); snippets and page passages are ranked by
 BM25 relevance to the query (:func:`middleware.evidence.relevance.bm25_scores`) and
 de-duplicated (:func:`~adapters.search.combined.dedupe`). The engine's ``RelevanceRanker``
 then re-ranks what every source returned (embeddings or a cross-encoder), so the lexical
@@ -27,7 +27,7 @@ import numpy as np
 
 from adapters.fetch import Page, PageFetcher
 from adapters.search.combined import dedupe
-from middleware.evidence.passages import STRIDE, WINDOW, embedding_text, split_passages
+from middleware.evidence.passages import STRIDE, WINDOW, embedding_text, document_passages
 from middleware.evidence.relevance import bm25_scores
 from middleware.interfaces import EvidenceSource
 from middleware.metrics import PROVIDER_ERRORS
@@ -130,7 +130,7 @@ class PageSource:
     def _passages(self, snippet: Passage, page: Page) -> list[Passage]:
         """The page's passages, attributed to the provider that found it and carrying its
         result's rank prior as score."""
-        passages = split_passages(
+        passages = document_passages(
             page.text, page.url, window=self.window, stride=self.stride,
             provider=snippet.provider, url=page.url, default_title=page.title or snippet.title,
         )

@@ -1,5 +1,8 @@
-"""The browser UI: a static single page (index.html, app.js, style.css; no build step) that
-talks to the proxy's websocket ``/v1/ws``. The proxy serves it at ``/`` and ``/ui/``.
+"""The browser UI: a static single page (index.html, style.css and native ES modules: app.js,
+the entry, imports the others; no build step, no bundler) that talks to the proxy's websocket
+``/v1/ws``. The proxy serves the page at ``/`` and its files at ``/ui/<name>``: every ``*.js``
+in this folder and style.css, nothing else. They need no proxy key (``OPEN_PATHS``, which the
+composition root hands to the app with the routes).
 
 The page is told the largest message the proxy accepts (``data-max-message-bytes`` on its
 body): the request body limit ``server.max_body_bytes``, which is also the websocket's
@@ -25,7 +28,10 @@ _HEADERS = {
 }
 
 
-_ASSETS = {"app.js": "text/javascript", "style.css": "text/css"}
+# The files served under /ui/: the page's modules (every .js here) and its stylesheet.
+_ASSETS = {path.name: "text/javascript" for path in sorted(UI_DIR.glob("*.js"))} | {"style.css": "text/css"}
+OPEN_PATHS = frozenset({"/", *(f"/ui/{name}" for name in _ASSETS)})
+"""The page and its files: open without a proxy key (a browser cannot send one for them)."""
 
 
 _LIMIT_SLOT = 'data-max-message-bytes=""'

@@ -24,7 +24,7 @@ import typer
 
 from load_tests.quality.data import load_rows
 from load_tests.quality.planted import DATA, build_runner, check_all
-from load_tests.quality.scoring import Result, score
+from middleware.evaluation.planted import Result, score
 from middleware.pipeline.verifiers.slots_verifier import RULES
 from middleware.revise.gate_rules import GATE_RULES
 from middleware.settings import Settings, load_settings

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from load_tests.quality.scoring import EXPECTED_VERDICT, FIX_KINDS, KINDS
+from middleware.evaluation.planted import EXPECTED_VERDICT, FIX_KINDS, KINDS
 
 FIELDS = ("id", "kind", "sentence", "context", "expected_verdict", "expected_fix", "evidence", "source")
 MIN_PER_KIND = {**{k: 25 for k in KINDS if k != "true"}, "true": 230}

@@ -22,7 +22,7 @@ import typer
 
 from load_tests.quality.ablate import gate_variants
 from middleware.pipeline.verifiers.base import Verifier, passages_from_texts
-from middleware.revise.factory import build_editor, build_eval_verifier
+from middleware.composition.editor import build_editor, build_eval_verifier
 from middleware.revise.guards import EDITABLE_LABELS
 from middleware.settings import Settings, load_settings
 from middleware.types import Verdict

@@ -18,7 +18,7 @@ from typing import Annotated, Any
 import typer
 
 from load_tests.quality.data import load_rows
-from load_tests.quality.scoring import KINDS, Result, score
+from middleware.evaluation.planted import KINDS, Result, score
 from middleware.checking import CheckRunner
 from middleware.settings import Settings, load_settings
 from middleware.types import CheckContext, Mode, Sentence, SentenceReport
@@ -29,7 +29,7 @@ DATA = Path(__file__).with_name("planted.jsonl")
 def build_runner(settings: Settings) -> CheckRunner:
     """The checker ``factcheck check`` runs: demo index (built once, cached) and default pipeline."""
     from middleware.evidence.index import ensure_demo_index
-    from middleware.pipeline.assembly import build_pipeline_checker
+    from middleware.composition.pipeline import build_pipeline_checker
 
     if "index" in settings.evidence.providers:
         ensure_demo_index(settings.evidence.index_dir, settings=settings)

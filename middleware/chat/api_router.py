@@ -14,7 +14,8 @@ from aiohttp import web
 
 from middleware.chat.checked_stream import CheckedStream, End, Failed, Forward, Rendered, StreamEvent, Text
 from middleware.chat.chunks import DONE_EVENT, ChunkItem, UpstreamChunks
-from middleware.chat.protocol import SentenceEvent, SummaryEvent, error_body
+from middleware.chat.protocol import SentenceEvent, SummaryEvent
+from middleware.errors import error_body
 from middleware.chat.serving import ChatService
 from middleware.chat.wire import WireReports
 from middleware.errors import UpstreamError

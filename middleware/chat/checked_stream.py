@@ -40,7 +40,7 @@ from middleware.chat.low_priority import LowPriority, low_priority
 from middleware.chat.protocol import SentenceEvent, SummaryEvent
 from middleware.checking import CheckRunner, CheckSession
 from middleware.metrics import TIME_TO_FIRST_TOKEN
-from middleware.segmenter import StreamSegmenter, segment_text
+from middleware.text.answer_segmenter import StreamSegmenter, segment_text
 from middleware.settings import CheckSettings
 from middleware.types import CheckContext, Mode, Segment, Sentence, SentenceReport, StreamSummary
 

@@ -1,14 +1,15 @@
-"""The chat endpoint family's wire protocol: every JSON object the proxy reads or writes, as
-pydantic models. ``/openapi.json`` is generated from these models (``middleware.server.openapi``)
-and the tests validate what the proxy sends against them, so the document cannot drift from
-the wire.
+"""The chat endpoint family's wire protocol: the JSON objects of its requests, streamed chunks,
+``factcheck`` events and websocket messages, as pydantic models. ``/openapi.json`` is
+generated from these models (``middleware.server.openapi``) and the tests validate what the
+proxy sends against them, so the document cannot drift from the wire.
 
 Only the request fields the proxy uses are validated; every other field is forwarded to the
 upstream unchanged (``extra="allow"``). Reports and summaries are the shared types of
 ``middleware.types``; on the wire a passage's ``text`` comes once per response (see
 ``middleware.chat.wire``), which the generated schema says.
 
-This module imports nothing of the project but ``middleware.types``.
+This module imports nothing of the project but ``middleware.types`` and the error format of
+``middleware.errors``.
 """
 
 from __future__ import annotations
@@ -27,33 +28,10 @@ from pydantic import (
 
 from pydantic.config import JsonDict
 
+from middleware.errors import ErrorBody, ErrorDetail, error_body
 from middleware.types import GroundingCorpus, Mode, SentenceReport, StreamSummary
 
-# ---------------------------------------------------------------------------------- errors
-
-
-class ErrorDetail(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    message: str
-    type: str
-    param: str | None = None
-    code: str | None = None
-
-
-class ErrorBody(BaseModel):
-    """The OpenAI error format, for every error the proxy reports (HTTP body, SSE event,
-    websocket message), but those of ``/v1/messages`` (``messages.protocol.AnthropicErrorBody``)."""
-
-    model_config = ConfigDict(extra="forbid")
-    error: ErrorDetail
-
-
-def error_body(
-    message: str, type_: str = "invalid_request_error", param: str | None = None, code: str | None = None
-) -> dict[str, Any]:
-    """An ``ErrorBody`` as JSON-ready data."""
-    return ErrorBody(error=ErrorDetail(message=message, type=type_, param=param, code=code)).model_dump()
-
+__all__ = ["ErrorBody", "ErrorDetail", "error_body"]  # the error format is part of the family's wire
 
 # --------------------------------------------------------------------------------- request
 

@@ -31,7 +31,8 @@ from middleware.chat.api_router import SERVICE_KEY, SSEEncoder, failure_outcome,
 from middleware.chat.checked_stream import End, Failed, Forward, StreamEvent
 from middleware.chat.chunks import ChunkItem
 from middleware.chat.parsing import load_json
-from middleware.chat.protocol import UPSTREAM_APIS, WsDone, WsStart, error_body
+from middleware.chat.protocol import UPSTREAM_APIS, WsDone, WsStart
+from middleware.errors import error_body
 from middleware.errors import RequestError, UpstreamError
 from middleware.metrics import HTTP_REQUESTS, REQUEST_ERRORS, UPSTREAM_ERRORS
 from middleware.chat.limits import LIMITER_KEY, client_id

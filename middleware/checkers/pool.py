@@ -19,11 +19,14 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from middleware.checkers.channel import Outbox, read_message
+from middleware.interfaces import Checker
 from middleware.settings import Settings
 from middleware.types import CheckContext, Mode, Sentence, SentenceReport, StreamSummary
 
 log = logging.getLogger(__name__)
 
+CheckerBuilder = Callable[[Settings], Checker]
+"""Builds the configured checker from the settings (``middleware.composition.build_checker``)."""
 WORKER_STARTUP_S = 600.0
 """How long a worker may take to load its models (and build the demo index) at start."""
 RESTART_DELAY_S = (1.0, 60.0)
@@ -56,13 +59,13 @@ class CheckWorker:
     def alive(self) -> bool:
         return self._reader is not None and not self._reader.done()
 
-    async def start(self, settings: Settings) -> None:
+    async def start(self, settings: Settings, build: CheckerBuilder) -> None:
         self._process = await asyncio.create_subprocess_exec(
             sys.executable, "-m", "middleware.checkers.worker",
             stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
         )
         assert self._process.stdout is not None
-        self.send(settings)
+        self.send((settings, build))
         try:
             _, self.pid = await asyncio.wait_for(read_message(self._process.stdout), WORKER_STARTUP_S)
         except (asyncio.IncompleteReadError, TimeoutError):
@@ -141,15 +144,17 @@ class WorkerPool:
     """``check.workers`` check worker processes behind the ``Checker`` protocol; ``start``
     before the first request (the app's start-up), ``close`` at the end."""
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, build: CheckerBuilder) -> None:
         self.settings = settings
+        self.build = build
+        """Builds the checker in each worker: a module-level function, pickled by name."""
         self.workers = [CheckWorker(i, self._replace) for i in range(settings.check.workers)]
         self._requests = itertools.count()
         self._restarts: set[asyncio.Task[None]] = set()
         self._closed = False
 
     async def start(self) -> None:
-        await asyncio.gather(*(worker.start(self.settings) for worker in self.workers))
+        await asyncio.gather(*(worker.start(self.settings, self.build) for worker in self.workers))
         log.info("%d check workers started (pids %s)", len(self.workers), [w.pid for w in self.workers])
 
     async def close(self) -> None:
@@ -174,7 +179,7 @@ class WorkerPool:
             await asyncio.sleep(delay)
             worker = CheckWorker(dead.index, self._replace)
             try:
-                await worker.start(self.settings)
+                await worker.start(self.settings, self.build)
             except RuntimeError:
                 log.error("check worker %d: its replacement did not start; trying again in %.0f s", dead.index,
                           min(2 * delay, RESTART_DELAY_S[1]))

@@ -1,5 +1,6 @@
 """A check worker process (``python -m middleware.checkers.worker``, started by
-``pool.CheckWorker``): it reads its settings from its stdin, builds the configured checker
+``pool.CheckWorker``): it reads its settings and the checker's builder from its stdin
+(``middleware.composition.build_checker``, sent by reference), builds the configured checker
 once (its models loaded once, in this process), lowers its own scheduling priority
 (``check.worker_nice``, ``check.worker_idle``) so the relay, which mostly sleeps, is served
 first on a small machine,
@@ -14,12 +15,12 @@ import asyncio
 import logging
 import os
 import sys
+from collections.abc import Callable
 from typing import Any
 
 from middleware.checkers.channel import Outbox, frame, read_message
-from middleware.composition import build_checker
 from middleware.interfaces import Checker, RequestChecks
-from middleware.server import eventloop
+from middleware import eventloop
 from middleware.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -131,11 +132,13 @@ async def serve(channel: int) -> None:
     transport, protocol = await loop.connect_write_pipe(asyncio.streams.FlowControlMixin,
                                                         os.fdopen(channel, "wb", buffering=0))
     writer = asyncio.StreamWriter(transport, protocol, None, loop)
-    settings: Settings = await read_message(reader)
+    settings: Settings
+    build: Callable[[Settings], Checker]
+    settings, build = await read_message(reader)
     logging.basicConfig(level=settings.log_level, stream=sys.stderr,
                         format=f"%(asctime)s check-worker[{os.getpid()}] %(levelname)s %(name)s: %(message)s")
     lower_priority(settings.check.worker_nice, settings.check.worker_idle)
-    checker = build_checker(settings.model_copy(update={"check": settings.check.model_copy(update={"workers": 0})}))
+    checker = build(settings.model_copy(update={"check": settings.check.model_copy(update={"workers": 0})}))
     writer.write(frame(("ready", os.getpid())))
     worker = Worker(checker, writer)
     try:

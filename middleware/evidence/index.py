@@ -28,7 +28,7 @@ import numpy as np
 
 from middleware.evidence.fts import LexicalSearch
 from middleware.evidence.documents import Document, JsonlFields, UnreadableFile, find_files, parse_documents
-from middleware.evidence.passages import STRIDE, WINDOW, embedding_text, split_passages
+from middleware.evidence.passages import STRIDE, WINDOW, embedding_text, document_passages
 from middleware.evidence.portrait import DataPortrait, covered_regions
 from middleware.evidence.vectors import (
     Vectors,
@@ -364,7 +364,7 @@ class LocalIndex:
         stats.passages_added += len(passages)
 
     def _split(self, document: Document, path: Path) -> list[Passage]:
-        return split_passages(
+        return document_passages(
             document.text,
             document.source,
             document.title,
@@ -522,6 +522,13 @@ class LocalIndex:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def prepare_demo_index(settings: Settings) -> None:
+    """``ensure_demo_index`` for ``settings`` when the local index is one of its evidence
+    providers (the command line's pipeline and ``factcheck serve`` call it before checking)."""
+    if "index" in settings.evidence.providers:
+        ensure_demo_index(settings.evidence.index_dir, settings=settings)
 
 
 def ensure_demo_index(

@@ -16,7 +16,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Sequence
 
-from middleware.segmenter import segment_text
+from middleware.text.answer_segmenter import segment_text
 from middleware.types import Passage, Segment, SegmentKind
 
 WINDOW = 4
@@ -28,7 +28,7 @@ _BREAKS = (SegmentKind.HEADING, SegmentKind.CODE)
 """Segment kinds no passage spans: headings (as RARR) and code blocks, which are left out."""
 
 
-def split_passages(
+def document_passages(
     text: str,
     source: str,
     title: str | None = None,

@@ -15,8 +15,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from middleware.evidence.passages import STRIDE, WINDOW, split_passages
-from middleware.segmenter import segment_text
+from middleware.evidence.passages import STRIDE, WINDOW, document_passages
+from middleware.text.answer_segmenter import segment_text
 from middleware.types import Passage, SegmentKind
 
 PROVIDER = "context"
@@ -115,7 +115,7 @@ def context_passages(texts: Iterable[ContextText], window: int = WINDOW, stride:
     (the user asking, not telling) carry no facts and are left out."""
     passages = []
     for item in texts:
-        for passage in split_passages(item.text, item.source, item.title, window, stride, provider=PROVIDER,
+        for passage in document_passages(item.text, item.source, item.title, window, stride, provider=PROVIDER,
                                       url=item.url):
             if not _only_questions(passage.text):
                 passages.append(passage)

@@ -12,7 +12,7 @@ import numpy as np
 
 from middleware.interfaces import Embedder
 from middleware.evidence.lexical import BM25, terms
-from middleware.pipeline.sentences import split_sentences
+from middleware.text.evidence_sentences import split_sentences
 from middleware.types import Passage
 
 
@@ -35,8 +35,9 @@ class Aligned:
     cosine: float | None  # embedding cosine, when an embedder is configured
 
 
-def split_passages(passages: Sequence[Passage]) -> list[EvidenceSentence]:
-    """Every sentence of every passage, in order."""
+def sentences_of_passages(passages: Sequence[Passage]) -> list[EvidenceSentence]:
+    """Every sentence of every evidence passage, in order, for alignment with a claim (the
+    index cuts documents into passages: ``middleware.evidence.passages.document_passages``)."""
     out = []
     for index, passage in enumerate(passages):
         for start, end in split_sentences(passage.text):

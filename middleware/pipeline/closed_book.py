@@ -16,7 +16,7 @@ from typing import Any
 from middleware.evidence.request_passages import QUESTION_MAX_CHARS
 from middleware.interfaces import Upstream
 from middleware.metrics import MEMORY_CHECK_LATENCY, MEMORY_CHECK_TOKENS
-from middleware.segmenter import segment_text
+from middleware.text.answer_segmenter import segment_text
 from middleware.types import SegmentKind
 
 log = logging.getLogger(__name__)

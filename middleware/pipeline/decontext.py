@@ -21,7 +21,7 @@ from typing import Protocol, runtime_checkable
 from spacy.tokens import Token
 
 from middleware.evidence.lexical import term_recall, terms
-from middleware.nlp import get_nlp
+from middleware.text.nlp import get_nlp
 from middleware.pipeline.lexicon import PERSONAL_PRONOUNS, PLURAL_PRONOUNS, THING_PRONOUNS
 from middleware.pipeline.prompts import ChatModel, decontext_messages, parse_rewrite
 from middleware.pipeline.slots import Analysis, analyse, analysis_of

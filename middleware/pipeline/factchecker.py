@@ -48,8 +48,8 @@ from middleware.pipeline.tagging import (
     unmentioned_entities,
 )
 from middleware.pipeline.verifiers.base import DetailedVerdict, Verifier
-from middleware.revise.base import Editor
-from middleware.revise.fava import render as render_fava
+from middleware.pipeline.editing import Editor
+from middleware.pipeline.fava import render as render_fava
 from middleware.types import CheckContext, Edit, Mode, Passage, Question, Revision, Sentence, SentenceReport, StreamSummary, Tag
 
 log = logging.getLogger(__name__)

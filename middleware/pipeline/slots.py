@@ -17,7 +17,7 @@ from typing import Literal
 
 from spacy.tokens import Doc, Span, Token
 
-from middleware.nlp import get_nlp
+from middleware.text.nlp import get_nlp
 from middleware.pipeline.dates import DateValue, dates_match, parse_date
 from middleware.evidence.lexical import terms
 from middleware.pipeline.lexicon import NEGATORS
@@ -31,7 +31,7 @@ ENTITY_LABELS = frozenset(
     {"PERSON", "ORG", "GPE", "LOC", "NORP", "FAC", "EVENT", "WORK_OF_ART", "PRODUCT", "LAW", "LANGUAGE"}
 )
 """spaCy labels of the names that are entity slots; also the entities that training corrupts
-(``middleware.training.corrupt``), so the verifier learns the swaps it is asked to catch."""
+(``middleware.training.corruption``), so the verifier learns the swaps it is asked to catch."""
 NUMBER_LABELS = frozenset({"CARDINAL", "QUANTITY", "PERCENT", "MONEY", "ORDINAL"})
 """spaCy labels of the spans that are number and quantity slots (and number corruptions)."""
 # entity labels that may stand for one another (spaCy confuses GPE/LOC/FAC)

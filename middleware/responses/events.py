@@ -13,7 +13,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from middleware.chat.protocol import ErrorBody
+from middleware.errors import ErrorBody
 from middleware.chat.typed_events import EventItem, TypedEvents
 from middleware.responses.protocol import ResponseErrorEvent, ResponseTextDelta
 

@@ -10,8 +10,9 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
+from middleware.pipeline.editing import EditResult
 from middleware.pipeline.slots import analyse
-from middleware.types import Edit, TagType
+from middleware.types import Edit, TagType, Verdict
 
 _TOKEN = re.compile(r"\w+(?:[.,'’-]\w+)*|\s+|[^\w\s]")
 _ENTITY_POS = frozenset({"NOUN", "PROPN", "NUM"})
@@ -70,6 +71,17 @@ class EditBuffer:
     def edits(self) -> list[Edit]:
         """The changes as wire ``Edit``s (original offsets)."""
         return [to_edit(self.original, ch) for ch in self._changes]
+
+    def result(self, backend: str, reason: str, verdict: Verdict | None = None) -> EditResult:
+        """An editor's result: the buffer's edits, typed and grounded by its first change;
+        unchanged with ``reason`` if there is none."""
+        if not self.changes:
+            return EditResult.unchanged(self.original, reason, backend)
+        first = self.changes[0]
+        return EditResult(
+            original=self.original, text=self.text, edits=self.edits(), tag=first.tag,
+            evidence_index=first.evidence_index, evidence_id=first.evidence_id, backend=backend, verdict=verdict,
+        )  # fmt: skip
 
     def _regions(self) -> list[tuple[int, int, Change]]:
         """Each change's span in the current text."""

@@ -54,12 +54,12 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 
 from middleware.evidence.lexical import terms
-from middleware.pipeline.sentences import split_sentences
+from middleware.text.evidence_sentences import split_sentences
 from middleware.pipeline.slots import Slot, analyse, slots_agree
 from middleware.pipeline.verifiers.base import DetailedVerdict, Verifier
 from middleware.pipeline.verifiers.nli import NLIVerifier
 from middleware.pipeline.verifiers.slots_verifier import SlotsVerifier, writes
-from middleware.revise.base import EditResult
+from middleware.pipeline.editing import EditResult
 from middleware.revise.gate_rules import (
     PROPOSAL_RULES,
     Proposal,

@@ -21,7 +21,7 @@ from middleware.evidence.lexical import term_recall, terms
 from middleware.pipeline.lexicon import PRONOUNS
 from middleware.pipeline.names import mentions, normalise_name
 from middleware.pipeline.slots import Slot, analyse, named_subject
-from middleware.revise.base import EditResult
+from middleware.pipeline.editing import EditResult
 from middleware.revise.values import (
     claim_slot,
     era,

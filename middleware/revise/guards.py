@@ -11,7 +11,7 @@ from dataclasses import dataclass, replace
 from rapidfuzz.distance import Levenshtein
 
 from middleware.pipeline.verifiers.base import DetailedVerdict
-from middleware.revise.base import Editor, EditResult
+from middleware.pipeline.editing import Editor, EditResult
 from middleware.revise.gate import EditGate
 from middleware.types import Passage, Revision, Verdict
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from middleware.pipeline.sentences import split_sentences
+from middleware.text.evidence_sentences import split_sentences
 from middleware.pipeline.verifiers.base import Verifier
-from middleware.revise import fava
-from middleware.revise.base import Editor, EditResult
+from middleware.pipeline import fava
+from middleware.pipeline.editing import Editor, EditResult
 from middleware.types import Edit, Passage, Tag, Verdict
 
 _SENTENCE_TAGS = {"contradictory": "contradictory", "extrapolatory": "unverifiable"}

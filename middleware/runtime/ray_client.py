@@ -28,10 +28,7 @@ from typing import Any
 import aiohttp
 import numpy as np
 
-from middleware.checking import unverified_report
-from middleware.interfaces import Checker, RequestChecks
 from middleware.settings import RuntimeSettings
-from middleware.types import CheckContext, Mode, Sentence, SentenceReport, StreamSummary
 from onnx_models.manifest import Manifest
 
 log = logging.getLogger(__name__)
@@ -45,7 +42,7 @@ class TierUnavailable(RuntimeError):
 
 
 class _Failures:
-    """Calls to the tier that failed in this process, for :class:`TierGuardedChecker`."""
+    """Calls to the tier that failed in this process (``tier_failures``)."""
 
     count = 0
 
@@ -53,6 +50,11 @@ class _Failures:
 def _failed(message: str) -> TierUnavailable:
     _Failures.count += 1
     return TierUnavailable(message)
+
+
+def tier_failures() -> int:
+    """How many calls to the tier have failed in this process so far."""
+    return _Failures.count
 
 
 def encode_rows(rows: np.ndarray) -> dict[str, Any]:
@@ -233,39 +235,6 @@ def _checked(rows: np.ndarray, n: int, width: int) -> np.ndarray:
     if rows.shape != (n, width):
         raise _failed(f"the tier answered {rows.shape} rows, expected {(n, width)}")
     return rows
-
-
-class TierGuardedChecker:
-    """The checker of a proxy on the tier (``middleware.composition`` adds it with
-    ``runtime.backend: ray``): a check during which a call to the tier failed is reported
-    ``unverified`` (reason ``error: TierUnavailable``). Without it, a tier outage would read as
-    an answer nothing supports: the evidence sources log a failed search and return no passages,
-    and the verifier would call the sentence extrapolatory. Any failure in the process during
-    the check counts (an outage hits every check alike)."""
-
-    def __init__(self, checker: Checker) -> None:
-        self.checker = checker
-
-    def open(self, context: CheckContext, closed_book: asyncio.Future[str | None] | None = None) -> RequestChecks:
-        return _TierGuardedChecks(self.checker.open(context, closed_book))
-
-
-class _TierGuardedChecks:
-    def __init__(self, checks: RequestChecks) -> None:
-        self.checks = checks
-
-    async def check(self, sentence: Sentence, previous: Sequence[str]) -> SentenceReport:
-        failures = _Failures.count
-        report = await self.checks.check(sentence, previous)
-        if _Failures.count != failures:
-            return unverified_report(sentence, f"error: {TierUnavailable.__name__}")
-        return report
-
-    async def summarize(self, reports: Sequence[SentenceReport], mode: Mode) -> StreamSummary:
-        return await self.checks.summarize(reports, mode)
-
-    def close(self) -> None:
-        self.checks.close()
 
 
 _CLIENTS: dict[tuple[str, str, str], Any] = {}

@@ -13,7 +13,8 @@ from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST
 
 from middleware.chat.api_router import CHAT_PATH, OUTCOME_KEY, SERVICE_KEY, add_chat_routes, upstream_headers
-from middleware.chat.protocol import Health, error_body
+from middleware.chat.protocol import Health
+from middleware.errors import error_body
 from middleware.chat.serving import ChatService, too_many_streams
 from middleware.chat.ws_router import add_ws_routes
 from middleware.messages.api_router import MESSAGES_PATH, add_messages_routes, error_format
@@ -33,21 +34,23 @@ from middleware.translation.upstream import upstream_for
 log = logging.getLogger(__name__)
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
-# Open without a proxy key: health, metrics, the API description and the UI's static files
-# (the UI's websocket still needs the key, passed as ?api_key= since browsers cannot set headers).
-_OPEN_PATHS = frozenset({"/healthz", "/metrics", "/openapi.json", "/", "/ui/app.js", "/ui/style.css"})
+# Open without a proxy key: health, metrics and the API description, and what ``create_app``'s
+# caller opens (the UI's page and static files: their websocket still needs the key, passed as
+# ?api_key= since browsers cannot set headers).
+_OPEN_PATHS = frozenset({"/healthz", "/metrics", "/openapi.json"})
 
 
 def create_app(
     settings: Settings, checker: Checker, upstream: Upstream,
-    add_routes: Callable[[web.Application], None] | None = None,
+    add_routes: Callable[[web.Application], None] | None = None, open_paths: frozenset[str] = frozenset(),
 ) -> web.Application:
-    """The proxy's routes over ``checker`` and ``upstream``; ``add_routes`` adds more (the UI).
-    Every key ``settings`` configures is registered for redaction (``middleware.redaction``)."""
+    """The proxy's routes over ``checker`` and ``upstream``; ``add_routes`` adds more (the UI),
+    of which ``open_paths`` need no proxy key. Every key ``settings`` configures is registered
+    for redaction (``middleware.redaction``)."""
     register_settings(settings)
     app = web.Application(
         client_max_size=settings.server.max_body_bytes,
-        middlewares=[_count_middleware, _messages_error_format, _error_middleware, _auth_middleware(settings),
+        middlewares=[_count_middleware, _messages_error_format, _error_middleware, _auth_middleware(settings, _OPEN_PATHS | open_paths),
                      _stream_limit_middleware],
     )
     app[LIMITER_KEY] = make_limiter(settings)
@@ -183,14 +186,14 @@ async def _error_middleware(request: web.Request, handler: Handler) -> web.Strea
         return web.json_response(error_body(exc.reason, code=str(exc.status)), status=exc.status, headers=allow)
 
 
-def _auth_middleware(settings: Settings) -> Callable[..., Awaitable[web.StreamResponse]]:
+def _auth_middleware(settings: Settings, open_paths: frozenset[str]) -> Callable[..., Awaitable[web.StreamResponse]]:
     """Proxy API keys (separate from upstream keys), compared in constant time, and the rate
-    limit per key (per client address without keys). Keys are never logged."""
+    limit per key (per client address without keys); ``open_paths`` need no key. Keys are never logged."""
     keys = [key.get_secret_value().encode() for key in settings.server.api_keys]
 
     @web.middleware
     async def check_key(request: web.Request, handler: Handler) -> web.StreamResponse:
-        if request.path in _OPEN_PATHS:
+        if request.path in open_paths:
             return await handler(request)
         if not keys:
             await request.app[LIMITER_KEY].check(client_id(request))

@@ -32,12 +32,19 @@ import socket
 import sys
 import tempfile
 import time
+from collections.abc import Callable, Coroutine
 from multiprocessing.context import SpawnProcess
 from multiprocessing.queues import Queue
 from pathlib import Path
+from typing import Any
 
 from middleware.metrics import MULTIPROCESS_ENV
 from middleware.settings import Settings
+
+ServeProcess = Callable[..., Coroutine[Any, Any, None]]
+"""One proxy process's main: ``serve(settings, reuse_port=True, on_ready=callback)``; given by
+the command that starts the workers (``middleware.commands.serve.serve_forever``), a
+module-level function, so that a spawned worker imports it by name."""
 
 log = logging.getLogger(__name__)
 
@@ -90,22 +97,22 @@ def _stop_with_parent(parent_pid: int) -> None:
         os.kill(os.getpid(), signal.SIGTERM)
 
 
-def _worker_main(settings: Settings, ready: Queue[int], parent_pid: int) -> None:
+def _worker_main(settings: Settings, serve: ServeProcess, ready: Queue[int], parent_pid: int) -> None:
     """A worker process: serve until SIGINT or SIGTERM (or until the supervisor dies)."""
-    from middleware.server import eventloop
-    from middleware.server.commands import serve_forever
+    from middleware import eventloop
 
     logging.basicConfig(level=settings.log_level, format="%(asctime)s %(levelname)s %(name)s[%(process)d]: %(message)s")
     _stop_with_parent(parent_pid)
-    main = serve_forever(settings, reuse_port=True, on_ready=lambda: ready.put(os.getpid()))
+    main = serve(settings, reuse_port=True, on_ready=lambda: ready.put(os.getpid()))
     eventloop.run(main, settings.server.event_loop)
 
 
 class Supervisor:
     """Starts, watches and stops the worker processes."""
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, serve: ServeProcess) -> None:
         self.settings = worker_share(settings)
+        self.serve = serve
         self.count = settings.server.workers
         self._context = multiprocessing.get_context("spawn")  # no fork: models and threads do not survive it
         self._ready: Queue[int] = self._context.Queue()
@@ -113,7 +120,7 @@ class Supervisor:
         self._stopping = asyncio.Event()
 
     def _spawn(self) -> SpawnProcess:
-        process = self._context.Process(target=_worker_main, args=(self.settings, self._ready, os.getpid()), daemon=False)
+        process = self._context.Process(target=_worker_main, args=(self.settings, self.serve, self._ready, os.getpid()), daemon=False)
         process.start()
         assert process.pid is not None
         self._workers[process.pid] = (process, time.monotonic())
@@ -189,14 +196,14 @@ def prepare_metrics_dir() -> Path | None:
     return made
 
 
-async def run_workers(settings: Settings, announce: str) -> None:
-    """Serve with ``settings.server.workers`` processes until SIGINT/SIGTERM. ``announce``
-    is printed once every worker listens, with ``{port}`` filled in."""
+async def run_workers(settings: Settings, serve: ServeProcess, announce: str) -> None:
+    """Serve with ``settings.server.workers`` processes, each running ``serve``, until
+    SIGINT/SIGTERM. ``announce`` is printed once every worker listens, with ``{port}`` filled in."""
     holder = reserve_port(settings.server.host, settings.server.port)
     port = holder.getsockname()[1]
     settings = settings.model_copy(update={"server": settings.server.model_copy(update={"port": port})})
     made_dir = prepare_metrics_dir()
-    supervisor = Supervisor(settings)
+    supervisor = Supervisor(settings, serve)
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(signum, supervisor.request_stop)

@@ -21,8 +21,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from middleware.training import CONTRADICTION, ENTAILMENT
-from middleware.training.data import Pair
-from middleware.training.evaluation import balanced_accuracy
+from middleware.training.verifier_data import Pair
+from middleware.training.metrics import balanced_accuracy
 
 GRID = np.round(np.arange(0.05, 0.96, 0.01), 2)
 
@@ -87,7 +87,7 @@ def tune_hybrid(pairs: Sequence[Pair], hybrid, limit: int = 1500) -> dict[str, f
     """Choose the hybrid verifier's strong-entailment and NLI-only-contradiction cut-offs on
     dev ``pairs`` (claim = hypothesis, evidence = premise; supported = entailment): each pair
     is assessed once, then every grid point re-runs only the (pure) combination."""
-    from middleware.pipeline.alignment import split_passages
+    from middleware.pipeline.alignment import sentences_of_passages
     from middleware.pipeline.verifiers.base import passages_from_texts
 
     chosen = list(pairs)[:limit]
@@ -97,7 +97,7 @@ def tune_hybrid(pairs: Sequence[Pair], hybrid, limit: int = 1500) -> dict[str, f
         for pair in chosen:
             evidence = passages_from_texts([pair.premise])
             assessment = await hybrid.nli.assess(pair.hypothesis, evidence)
-            aligned = await hybrid.slots.aligner.align(pair.hypothesis, split_passages(evidence), hybrid.slots.top_k)
+            aligned = await hybrid.slots.aligner.align(pair.hypothesis, sentences_of_passages(evidence), hybrid.slots.top_k)
             out.append((pair.hypothesis, hybrid.nli.decide(assessment), hybrid.slots.judge(pair.hypothesis, aligned, evidence)))
         return out
 

@@ -33,8 +33,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from middleware.pipeline.verifiers.features import FEATURES, LEXICAL_FEATURES, NLI_FEATURES, SLOT_FEATURES
-from middleware.training.battery import BATTERY_SETS, OVERLAP_CUT, Item, load_set, sample
-from middleware.training.evaluation import balanced_accuracy
+from middleware.pipeline.verifiers.features import OVERLAP_CUT
+from middleware.training.claim_sets import BATTERY_SETS, Item, load_set, sample
+from middleware.training.metrics import balanced_accuracy
 from onnx_models.manifest import CombinerWeights, LinearModel, Tree, TreeEnsemble
 
 if TYPE_CHECKING:
@@ -63,7 +64,7 @@ def nli_dev_items(nli_root: Path, model_dir: Path) -> list[Item]:
     hypothesis = the claim). The split is rebuilt from the run's ``train_meta.json`` with a
     fraction no larger than the run's (its synthetic pairs are not here, so the run's total
     is bounded from above): every pair taken is one the model never trained on."""
-    from middleware.training.data import find_pair_files, read_pairs, split_dev
+    from middleware.training.verifier_data import find_pair_files, read_pairs, split_dev
     from middleware.types import NLI_HEAD_LABELS
 
     meta = json.loads((model_dir / "train_meta.json").read_text())

@@ -19,8 +19,8 @@ from spacy.tokens import Doc, Span
 
 from middleware.pipeline.slots import ENTITY_LABELS
 from middleware.training import CONTRADICTION, ENTAILMENT, NEUTRAL
-from middleware.training.corrupt import corrupt_sentence, entity_pool, shorten_sentence
-from middleware.training.data import Pair, clean_text
+from middleware.training.corruption import corrupt_sentence, entity_pool, shorten_sentence
+from middleware.training.verifier_data import Pair, clean_text
 
 _WIKI_TITLE = re.compile(r"^ = [^=].* = $")
 _WIKI_HEADING = re.compile(r"^ =( =)+ .* =( =)+ $")

@@ -25,7 +25,7 @@ from adapters.search.errors import ProviderError
 from adapters.ssrf import SsrfGuard
 from adapters.upstream import UpstreamClient
 from middleware.errors import UpstreamError
-from middleware.server.commands import start_site
+from middleware.commands.serve import start_site
 from middleware.settings import EvidenceSettings, UpstreamSettings
 
 ANSWER = {"id": "x", "object": "chat.completion", "created": 0, "model": "m",

@@ -31,7 +31,7 @@ from load_tests.driver import (
     split_cpus,
     summarise,
 )
-from middleware.server.commands import start_site
+from middleware.commands.serve import start_site
 
 
 async def test_one_stream_measures_and_detects_a_content_mismatch() -> None:

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from middleware.checking import CheckRunner
 from middleware.errors import RequestError
-from middleware.segmenter import segment_text
+from middleware.text.answer_segmenter import segment_text
 from middleware.chat.api_router import SSEEncoder
 from middleware.chat.checked_stream import CheckedStream
 from middleware.chat.chunks import UpstreamChunks
@@ -26,7 +26,7 @@ from middleware.settings import CheckSettings
 from middleware.sse import EventCutter, EventTooLarge, SSEEvent, SSEParser, encode_event, split_events
 from middleware.types import CheckContext, Mode, SentenceReport
 from tests.support.checkers import ScriptedChecker
-from tests.middleware.test_segmenter import markdownish, split_at
+from tests.middleware.text.test_answer_segmenter import markdownish, split_at
 
 FUZZ = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 STREAMED = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])

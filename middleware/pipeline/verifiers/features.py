@@ -101,6 +101,11 @@ def _best_share(words: set[str], items: Iterable[set[str]]) -> float:
     return max((len(words & item) / len(words) for item in items), default=0.0) if words else 0.0
 
 
+OVERLAP_CUT = 0.6
+"""The word-overlap baseline calls a claim attributable when at least this share of its
+words is in one evidence item."""
+
+
 def word_overlap(claim: str, evidence: Sequence[str]) -> float:
     """The largest share of the claim's distinct words found in one evidence item: the
     word-overlap baseline of ``factcheck eval-battery`` and the ``overlap_item`` feature."""

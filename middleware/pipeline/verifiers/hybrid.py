@@ -36,8 +36,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from middleware.pipeline.alignment import Aligned, split_passages
-from middleware.pipeline.sentences import split_sentences
+from middleware.pipeline.alignment import Aligned, sentences_of_passages
+from middleware.text.evidence_sentences import split_sentences
 from middleware.pipeline.slots import analyse, analyse_async
 from middleware.pipeline.verifiers import features as F
 from middleware.pipeline.verifiers.base import DetailedVerdict, first_given, ordered
@@ -100,7 +100,7 @@ class HybridVerifier:
         claim = F.mask_citations(claim)
         assessment, aligned = await asyncio.gather(
             self.nli.assess(claim, evidence),
-            self.slots.aligner.align(claim, split_passages(evidence), self.slots.top_k),
+            self.slots.aligner.align(claim, sentences_of_passages(evidence), self.slots.top_k),
         )
         # the sentences the slots verifier reads, parsed off the event loop (judge then hits the cache)
         await analyse_async([a.sentence.text for a in aligned if a.score >= self.slots.min_align])

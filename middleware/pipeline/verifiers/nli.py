@@ -14,7 +14,7 @@ import numpy as np
 
 from middleware.interfaces import PairScorer
 from middleware.evidence.lexical import BM25, terms
-from middleware.pipeline.sentences import split_sentences
+from middleware.text.evidence_sentences import split_sentences
 from middleware.pipeline.verifiers.base import DetailedVerdict, first_given, to_verdict_label
 from middleware.types import NLI_LABELS, Passage
 

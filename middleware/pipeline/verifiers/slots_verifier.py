@@ -29,7 +29,7 @@ from spacy.lang.en.stop_words import STOP_WORDS
 from spacy.tokens import Token
 
 from middleware.evidence.lexical import stem, term_recall, terms
-from middleware.pipeline.alignment import Aligned, Aligner, split_passages
+from middleware.pipeline.alignment import Aligned, Aligner, sentences_of_passages
 from middleware.pipeline.lexicon import ANAPHORS, NAME_WORD
 from middleware.pipeline.names import mentions, names_match
 from middleware.pipeline.slots import (
@@ -148,7 +148,7 @@ class SlotsVerifier:
     async def verify(
         self, claim: str, evidence: list[Passage], context: str | None = None
     ) -> DetailedVerdict:
-        aligned = await self.aligner.align(claim, split_passages(evidence), self.top_k)
+        aligned = await self.aligner.align(claim, sentences_of_passages(evidence), self.top_k)
         return self.judge(claim, aligned, evidence)
 
     def judge(
@@ -398,7 +398,7 @@ class SlotsVerifier:
                 index = line.aligned.sentence.passage_index
                 if verb in _ONCE and evidence is not None:  # every sentence of the document (the aligned ones too)
                     same = analyse_many([
-                        s.text for s in split_passages(evidence) if _same_document(s.passage_index, index, evidence)
+                        s.text for s in sentences_of_passages(evidence) if _same_document(s.passage_index, index, evidence)
                     ])  # fmt: skip
                 else:
                     same = [o.analysis for o in lines if _same_document(o.aligned.sentence.passage_index, index, evidence)]

@@ -10,7 +10,7 @@ import logging
 
 from middleware.pipeline.prompts import ChatModel
 from middleware.pipeline.verifiers.base import DetailedVerdict
-from middleware.revise.base import EditResult, ranked_evidence
+from middleware.pipeline.editing import EditResult, ranked_evidence
 from middleware.revise.edits import EditBuffer, classify
 from middleware.revise.guards import EditGuard
 from middleware.revise.prompts import agreement_messages, edit_messages, parse_agreement, parse_edit
@@ -56,7 +56,7 @@ class LLMEditor:
                 break
             if reason:
                 reasons.append(reason)
-        return EditResult.from_buffer(buffer, self.name, "; ".join(dict.fromkeys(reasons)) or "no edit")
+        return buffer.result(self.name, "; ".join(dict.fromkeys(reasons)) or "no edit")
 
     async def _revise(
         self, buffer: EditBuffer, snippet: str, index: int, passage: Passage, context: str | None

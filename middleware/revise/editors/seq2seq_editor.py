@@ -18,7 +18,7 @@ from typing import Protocol
 
 from middleware.evidence.lexical import terms
 from middleware.pipeline.verifiers.base import DetailedVerdict
-from middleware.revise.base import EditResult, ranked_evidence
+from middleware.pipeline.editing import EditResult, ranked_evidence
 from middleware.revise.edits import EditBuffer, diff_edits, with_tags
 from middleware.types import Passage, Verdict
 
@@ -89,7 +89,7 @@ class Seq2SeqEditor:
                 evidence_id=evidence[index].id if index is not None else None,
                 evidence=evidence[index].text if index is not None else None,
             )  # fmt: skip
-        return EditResult.from_buffer(buffer, self.name, "the model's output differs only in spacing")
+        return buffer.result(self.name, "the model's output differs only in spacing")
 
 def _grounding(replacement: str, chosen: list[int], evidence: list[Passage]) -> int | None:
     """The chosen passage that contains the replacement (else shares most of its terms)."""

@@ -41,12 +41,12 @@ from dataclasses import dataclass, replace
 from rapidfuzz.distance import Levenshtein
 from spacy.lang.en.stop_words import STOP_WORDS
 
-from middleware.pipeline.alignment import Aligned, Aligner, split_passages
+from middleware.pipeline.alignment import Aligned, Aligner, sentences_of_passages
 from middleware.pipeline.lexicon import ANAPHORS, NEGATORS
-from middleware.pipeline.sentences import split_sentences
+from middleware.text.evidence_sentences import split_sentences
 from middleware.pipeline.slots import Slot, analyse, analyse_many, role_similarity, slots_agree
 from middleware.pipeline.verifiers.base import DetailedVerdict, Verifier
-from middleware.revise.base import EditResult
+from middleware.pipeline.editing import EditResult
 from middleware.revise.edits import EditBuffer, classify, tokens
 from middleware.revise.gate import EditGate
 from middleware.revise.guards import EditGuard
@@ -195,7 +195,7 @@ class SlotsEditor:
         reason = "no candidate edit improved the verdict"
         if not buffer.changes or not self._reached(sentence, verdict, buffer.text, current):
             return EditResult.unchanged(sentence, reason, self.name)
-        return EditResult.from_buffer(buffer, self.name, reason, current)
+        return buffer.result(self.name, reason, current)
 
     def _reached(self, sentence: str, before: Verdict, edited: str, after: Verdict) -> bool:
         if self.target == "attributable":
@@ -277,7 +277,7 @@ class SlotsEditor:
         out: list[Candidate] = []
         if isinstance(verdict, DetailedVerdict) and verdict.label == "contradictory":
             out += _mismatch_candidates(sentence, verdict, evidence)
-        aligned = await self.aligner.align(sentence, split_passages(evidence), self.top_lines)
+        aligned = await self.aligner.align(sentence, sentences_of_passages(evidence), self.top_lines)
         lines = [a for a in aligned if a.score >= self.min_align]
         if lines:
             unsupported = set(verdict.unsupported) if isinstance(verdict, DetailedVerdict) else None

@@ -19,7 +19,7 @@ from adapters.fetch import PageFetcher
 from adapters.search import CombinedSource, PageSource, build_web_sources
 from middleware.cache import MemoryCache
 from middleware.metrics import PROVIDER_ERRORS
-from middleware.server.commands import start_site
+from middleware.commands.serve import start_site
 from middleware.settings import EvidenceSettings
 from middleware.types import Passage
 
@@ -150,7 +150,7 @@ def test_one_web_source_or_none(site: Web) -> None:
 
 def test_the_composition_root_hands_the_engine_this_source(site: Web) -> None:
     from middleware.composition import providers
-    from middleware.pipeline.assembly import build_sources
+    from middleware.composition.pipeline import build_sources
     from middleware.settings import Settings
 
     config = Settings(evidence=settings(site, providers=["searxng", "wikipedia"]))

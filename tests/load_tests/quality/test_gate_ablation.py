@@ -9,7 +9,7 @@ import pytest
 from load_tests.quality.ablate import gate_variants, refused_by
 from load_tests.quality.gate_fever import figures
 from load_tests.quality.planted import to_result
-from load_tests.quality.scoring import Result
+from middleware.evaluation.planted import Result
 from middleware.revise.gate_rules import GATE_RULES
 from middleware.settings import Settings
 from middleware.types import Revision, SentenceReport, Verdict

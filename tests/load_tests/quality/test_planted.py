@@ -12,7 +12,7 @@ import pytest
 
 from load_tests.quality.data import CORPUS, MIN_PER_KIND, data_problems, load_rows, row_problems
 from load_tests.quality.planted import DATA, edited_text, table
-from load_tests.quality.scoring import FIX_KINDS, KINDS, Result, score
+from middleware.evaluation.planted import FIX_KINDS, KINDS, Result, score
 from middleware.types import Edit, SentenceReport, Verdict
 
 pytestmark = pytest.mark.timeout(60)

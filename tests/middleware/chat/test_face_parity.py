@@ -14,7 +14,7 @@ from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessageChunk
 
 from adapters.langchain import FactCheckCallbackHandler, FactCheckedChatModel
-from middleware.chat.check_command import answer_json
+from middleware.commands.check import answer_json
 from middleware.chat.checked_stream import check_answer
 from adapters.demo_upstream import DemoAnswers
 from middleware.chat.protocol import ChatChunk, ChatCompletion, SentenceEvent, SummaryEvent, WsDone, WsStart

@@ -29,7 +29,7 @@ from middleware.pipeline.factchecker import FactChecker, PipelineParts
 from middleware.pipeline.verifiers import NLIVerifier, SlotsVerifier, Verifier
 from middleware.runtime.batcher import MicroBatcher
 from middleware.chat.api_router import SERVICE_KEY
-from middleware.server.commands import start_site
+from middleware.commands.serve import start_site
 from middleware.sse import SSEEvent, SSEParser, delta_content, json_payloads
 from middleware.types import Passage
 from tests.support.checkers import ScriptedChecker

@@ -13,6 +13,7 @@ import pytest
 
 from middleware.checkers.pool import WorkerPool
 from middleware.checking import CheckRunner
+from middleware.composition import build_checker
 from middleware.settings import load_settings
 from middleware.types import CheckContext, Mode, Sentence
 
@@ -25,7 +26,7 @@ def sentence(i: int, text: str = "Marie Curie was born in Warsaw in 1867.") -> S
 
 async def started_pool(workers: int, **overrides: object) -> tuple[WorkerPool, CheckRunner]:
     settings = load_settings(**{"check.checker": "none", "check.workers": workers, **overrides})
-    pool = WorkerPool(settings)
+    pool = WorkerPool(settings, build_checker)
     await pool.start()
     return pool, CheckRunner(pool, settings.check)
 
@@ -119,7 +120,7 @@ async def test_the_pipeline_in_a_worker_reports_what_it_reports_in_process(tmp_p
     overrides = {"check.sentence_budget_s": 60.0, "evidence.index_dir": str(tmp_path / "index")}
     settings = load_settings(**{**overrides, "check.workers": 1})
     local = CheckRunner(pipeline_checker(settings), settings.check)  # builds the demo index too
-    pool = WorkerPool(settings)
+    pool = WorkerPool(settings, build_checker)
     await pool.start()
     try:
         remote = CheckRunner(pool, settings.check)

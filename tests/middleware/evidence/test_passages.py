@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from middleware.evidence.passages import embedding_text, heading_text, split_passages, windows
+from middleware.evidence.passages import embedding_text, heading_text, document_passages, windows
 from middleware.types import Passage
 
 
@@ -48,7 +48,7 @@ Neptune is the farthest planet.
 
 
 def test_offsets_point_into_the_source_and_passages_keep_source_and_title() -> None:
-    passages = split_passages(DOC, "docs/solar.md", url="https://example.org/solar")
+    passages = document_passages(DOC, "docs/solar.md", url="https://example.org/solar")
     assert passages
     for p in passages:
         assert DOC[p.start : p.end] == p.text
@@ -57,7 +57,7 @@ def test_offsets_point_into_the_source_and_passages_keep_source_and_title() -> N
 
 
 def test_windows_of_four_sentences_break_at_headings_and_code() -> None:
-    texts = [p.text for p in split_passages(DOC, "s", window=4, stride=2)]
+    texts = [p.text for p in document_passages(DOC, "s", window=4, stride=2)]
     assert texts[0] == (
         "The Sun is a star. Mercury is the closest planet to the Sun. Venus is the hottest planet.\nEarth has one moon."
     )
@@ -69,7 +69,7 @@ def test_windows_of_four_sentences_break_at_headings_and_code() -> None:
 
 
 def test_stride_one_is_rarr_sliding_window() -> None:
-    texts = [p.text for p in split_passages(DOC, "s", window=4, stride=1)]
+    texts = [p.text for p in document_passages(DOC, "s", window=4, stride=1)]
     assert sum(t.startswith("Mercury is") for t in texts) == 1
     assert sum(t.startswith("Venus is") for t in texts) == 1
     assert len(texts) == 3 + 1 + 1
@@ -77,23 +77,23 @@ def test_stride_one_is_rarr_sliding_window() -> None:
 
 def test_title_falls_back_to_default_and_given_title_wins() -> None:
     plain = "Just a sentence. Another one."
-    assert split_passages(plain, "a.txt", default_title="a")[0].title == "a"
-    assert split_passages(plain, "a.txt")[0].title is None
-    assert split_passages(DOC, "s", title="Given")[0].title == "Given"
+    assert document_passages(plain, "a.txt", default_title="a")[0].title == "a"
+    assert document_passages(plain, "a.txt")[0].title is None
+    assert document_passages(DOC, "s", title="Given")[0].title == "Given"
 
 
 def test_ids_are_stable_and_unique() -> None:
-    first = split_passages(DOC, "s")
-    again = split_passages(DOC, "s")
+    first = document_passages(DOC, "s")
+    again = document_passages(DOC, "s")
     assert [p.id for p in first] == [p.id for p in again]
     assert len({p.id for p in first}) == len(first)
-    assert {p.id for p in split_passages(DOC, "other")}.isdisjoint(p.id for p in first)
+    assert {p.id for p in document_passages(DOC, "other")}.isdisjoint(p.id for p in first)
 
 
 def test_context_provider_and_empty_text() -> None:
-    assert split_passages("", "messages[0]") == []
-    assert split_passages("   \n\n", "messages[0]") == []
-    p = split_passages("The request says so.", "messages[0]", provider="context")[0]
+    assert document_passages("", "messages[0]") == []
+    assert document_passages("   \n\n", "messages[0]") == []
+    p = document_passages("The request says so.", "messages[0]", provider="context")[0]
     assert p.provider == "context" and p.start == 0 and p.end == len(p.text)
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from middleware.evidence.index import LocalIndex
-from middleware.evidence.passages import split_passages
+from middleware.evidence.passages import document_passages
 from middleware.evidence.portrait import DataPortrait, covered_regions, ngrams, normalise
 from tests.support.evidence_doubles import HashEmbedder, write_corpus
 
@@ -46,13 +46,13 @@ def test_save_and_load(tmp_path: Path) -> None:
 
 def test_covered_regions_rebuild_each_section_once() -> None:
     doc = "# T\n\nOne is here. Two is here. Three is here. Four is here. Five is here.\n\n## S\n\nSix is here."
-    passages = split_passages(doc, "d.md", window=4, stride=2)
+    passages = document_passages(doc, "d.md", window=4, stride=2)
     assert len(passages) == 3
     assert list(covered_regions(passages)) == [
         "One is here. Two is here. Three is here. Four is here. Five is here.",
         "Six is here.",
     ]
-    other = split_passages("Seven is here.", "e.md")
+    other = document_passages("Seven is here.", "e.md")
     assert list(covered_regions(passages + other))[-1] == "Seven is here."
 
 

@@ -17,7 +17,7 @@ from openai import AsyncOpenAI, BadRequestError
 from middleware.composition import build_app
 from middleware.messages.protocol import AnthropicErrorBody, MessagesFactcheck, MessagesTextDelta
 from middleware.responses.protocol import ResponseErrorEvent, ResponseFactcheck, ResponseTextDelta
-from middleware.server.commands import start_site
+from middleware.commands.serve import start_site
 from middleware.settings import load_settings
 from tests.support.canned_upstream import CannedUpstream, recorded_stream
 from tests.support.checkers import ScriptedChecker

@@ -80,7 +80,7 @@ def test_a_report_quotes_the_evidence_of_every_change_around_the_value_it_puts_i
 @pytest.mark.parametrize("mode", ["annotate", "correct"])
 async def test_a_100_kb_unpunctuated_document_gives_a_response_at_most_5x_its_request(make_proxy, tmp_path, mode):
     """Was 21x: each of the 20 reports quoted the whole document as its evidence sentence."""
-    from middleware.pipeline.assembly import build_pipeline_checker
+    from middleware.composition.pipeline import build_pipeline_checker
     from middleware.settings import load_settings
 
     settings = load_settings(**{"evidence.providers": ["context"], "evidence.index_dir": str(tmp_path)})

@@ -190,7 +190,7 @@ async def test_proxy_with_the_pipeline_annotates_a_stream(make_proxy, checker):
 
 
 async def test_correct_mode_edits_minimally_and_renders_fava(tmp_path_factory):
-    from middleware.revise import build_editor
+    from middleware.composition.editor import build_editor
     from middleware.settings import load_settings
 
     root: Path = tmp_path_factory.mktemp("corpus-edit")

@@ -23,7 +23,7 @@ from middleware.pipeline.factchecker import FactChecker, PipelineParts
 from middleware.pipeline.prompts import UNTRUSTED_NOTE
 from middleware.pipeline.verifiers import LLMVerifier
 from middleware.revise.editors.llm_editor import LLMEditor
-from middleware.server.commands import start_site
+from middleware.commands.serve import start_site
 from middleware.types import Passage, Verdict
 from middleware.sse import delta_content
 from tests.middleware.chat.test_faults import StaticSource, chat_body, reports_of, stream_events

@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from middleware.nlp import get_nlp
+from middleware.text.nlp import get_nlp
 from middleware.pipeline import slots
 from middleware.pipeline.names import normalise_name
 from middleware.pipeline.slots import Analysis, Role, Slot, analyse, analyse_async, participants, slots_agree

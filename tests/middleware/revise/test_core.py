@@ -7,21 +7,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from middleware.pipeline.verifiers.base import DetailedVerdict
-from middleware.revise import (
-    EditBuffer,
-    EditGuard,
-    EditResult,
-    GuardedEditor,
-    apply_edits,
-    diff_edits,
-    edit_classes,
-    edited_text,
-    f1_ap,
-    original_text,
-    parse,
-    preservation,
-    render,
-)
+from middleware.evaluation.edit_metrics import edit_classes, f1_ap, preservation
+from middleware.pipeline.editing import EditResult
+from middleware.pipeline.fava import edited_text, original_text, parse, render
+from middleware.revise.edits import apply_edits, diff_edits, EditBuffer
+from middleware.revise.guards import EditGuard, GuardedEditor
 from middleware.revise.edits import classify
 from middleware.types import Edit, Passage, Tag
 

@@ -8,7 +8,7 @@ from collections.abc import Callable, Sequence
 import pytest
 
 from middleware.pipeline.verifiers import HybridVerifier, NLIVerifier, SlotsVerifier
-from middleware.revise.base import EditResult
+from middleware.pipeline.editing import EditResult
 from middleware.revise.gate import EditGate, GatePolicy, evidence_premise, same_role
 from middleware.revise.gate_rules import CHANGE_RULES, Change, first_refusal, form_refusal, speaks_of_the_claim
 from middleware.revise.values import value_problem

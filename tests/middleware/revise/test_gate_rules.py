@@ -10,8 +10,8 @@ import pytest
 from middleware.pipeline.verifiers import HybridVerifier, NLIVerifier, SlotsVerifier
 from middleware.pipeline.verifiers.base import DetailedVerdict, Mismatch
 from middleware.render import corrections_text
-from middleware.revise.base import EditResult
-from middleware.revise.factory import build_gate
+from middleware.pipeline.editing import EditResult
+from middleware.composition.editor import build_gate
 from middleware.revise.gate import RECHECK_RULES, EditGate, GatePolicy
 from middleware.revise.gate_rules import CHANGE_RULES, GATE_RULES, PROPOSAL_RULES, Change, form_refusal
 from middleware.revise.guards import GuardedEditor

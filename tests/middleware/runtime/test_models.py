@@ -485,7 +485,7 @@ def test_export_command_writes_an_export(checkpoints: dict[str, Path], tmp_path:
     import typer
     from typer.testing import CliRunner
 
-    from middleware.runtime.commands import register
+    from middleware.commands.export import register
 
     app = typer.Typer()
     app.callback()(lambda: None)  # keep subcommands as subcommands

@@ -11,9 +11,10 @@ import pytest
 
 from middleware.checking import SentenceChecker, check_sentence
 from middleware.composition import build_checker
-from middleware.pipeline.factory import BackendUnavailable
+from middleware.composition.stages import BackendUnavailable
 from middleware.runtime import load_embedder, load_seq2seq
-from middleware.runtime.ray_client import Endpoint, TierGuardedChecker, TierUnavailable, decode_rows, encode_rows
+from middleware.checkers.tier_guard import TierGuardedChecker
+from middleware.runtime.ray_client import Endpoint, TierUnavailable, decode_rows, encode_rows
 from middleware.runtime.encoder import batch_limits
 from middleware.runtime.onnx_session import CUDA
 from middleware.runtime.ray_serve import EncoderModel, application, model_specs, replica_device, replica_limits, split

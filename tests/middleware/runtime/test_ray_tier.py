@@ -17,7 +17,7 @@ import pytest
 from load_tests.ray_cluster import RayTier
 from middleware.composition import build_checker
 from middleware.evidence.index import ensure_demo_index
-from middleware.pipeline.quality import check_rows
+from middleware.evaluation.checks import check_rows
 from middleware.runtime import load_embedder, load_pair_scorer, load_seq2seq
 from middleware.runtime.ray_client import (
     RayEmbedder,

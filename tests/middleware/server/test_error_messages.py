@@ -11,7 +11,7 @@ import aiohttp
 import pytest
 
 from middleware.composition import build_app
-from middleware.server.commands import start_site
+from middleware.commands.serve import start_site
 from middleware.settings import load_settings
 from tests.support.checkers import ScriptedChecker
 

@@ -17,7 +17,7 @@ from aiohttp import web
 
 from adapters.demo_upstream import tokenize
 from middleware.chat.api_router import SERVICE_KEY
-from middleware.server.commands import start_site
+from middleware.commands.serve import start_site
 from middleware.sse import SSEEvent, SSEParser, delta_content, json_payloads
 from middleware.types import CheckContext, Mode, Passage, Sentence, SentenceReport, StreamSummary
 from tests.support.checkers import ScriptedChecker, TokenizingChecker, ws_answer

@@ -10,7 +10,7 @@ import aiohttp
 import pytest
 from aiohttp import web
 
-from middleware.server.commands import start_site
+from middleware.commands.serve import start_site
 from middleware.server.listener import AcceptingServer, listening_sockets
 
 uvloop = pytest.importorskip("uvloop")

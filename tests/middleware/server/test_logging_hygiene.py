@@ -25,7 +25,7 @@ from middleware.pipeline.decontext import LLMDecontextualiser, NoDecontextualise
 from middleware.pipeline.factchecker import FactChecker, PipelineParts
 from middleware.pipeline.slots import analyse
 from middleware.pipeline.verifiers import LLMVerifier
-from middleware.server.commands import start_site
+from middleware.commands.serve import start_site
 
 PROXY_KEY = "pk-proxy-5b1d0c9e7f3a"
 WRONG_KEY = "pk-wrong-8c2e4a6b0d1f"

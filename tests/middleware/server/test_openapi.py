@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, settings
 
 from adapters.demo_upstream import DemoUpstream
 from middleware.composition import build_app
-from middleware.server.commands import start_site
+from middleware.commands.serve import start_site
 from middleware.server.openapi import openapi_document
 from middleware.settings import load_settings
 from tests.support.checkers import ScriptedChecker

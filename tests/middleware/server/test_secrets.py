@@ -23,7 +23,7 @@ from adapters.search.brave import BraveSource
 from adapters.search.client import HttpClient, RetryPolicy
 from middleware.composition import build_app
 from middleware.redaction import REDACTED
-from middleware.server.commands import start_site
+from middleware.commands.serve import start_site
 from middleware.settings import load_settings
 from tests.support.checkers import ScriptedChecker
 

@@ -17,8 +17,8 @@ import psutil
 import pytest
 
 from adapters.demo_upstream import DemoUpstream
-from middleware.server import eventloop
-from middleware.server.commands import start_site
+from middleware import eventloop
+from middleware.commands.serve import start_site
 from middleware.server.workers import MIN_UPTIME_S, reserve_port, worker_share
 from middleware.settings import load_settings
 

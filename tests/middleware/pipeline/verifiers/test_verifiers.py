@@ -9,9 +9,9 @@ import logging
 
 import pytest
 
-from middleware.pipeline.alignment import Aligner, split_passages
-from middleware.pipeline.commands import _verify_stream, verify_record
-from middleware.pipeline.factory import BackendUnavailable, build_question_generator, build_verifier
+from middleware.pipeline.alignment import Aligner, sentences_of_passages
+from middleware.commands.verify import _verify_stream, verify_record
+from middleware.composition.stages import BackendUnavailable, build_question_generator, build_verifier
 from middleware.pipeline.stages import Claim, verify_claim
 from middleware.pipeline.checkworthy import assess
 from middleware.pipeline.decontext import SpacyDecontextualiser
@@ -130,7 +130,7 @@ async def test_slots_without_embedder_is_lexical() -> None:
 async def test_alignment_caches_embeddings() -> None:
     embedder = HashingEmbedder()
     aligner = Aligner(embedder)
-    sentences = split_passages(passages_from_texts([CURIE]))
+    sentences = sentences_of_passages(passages_from_texts([CURIE]))
     first = await aligner.align("Curie was born in Warsaw.", sentences)
     await aligner.align("Curie was born in Warsaw.", sentences)
     assert len(embedder.calls) == 1
@@ -405,7 +405,7 @@ async def test_hybrid_a_name_mismatch_overrides_strong_entailment() -> None:
 async def test_alignment_takes_a_repeated_sentence_once() -> None:
     sentence = "The canal is about 193 kilometres long."
     passages = passages_from_texts([f"{sentence} It has no locks.", f"It opened in 1869. {sentence}"])
-    aligned = await Aligner().align("The canal is 193 kilometres long.", split_passages(passages), 4)
+    aligned = await Aligner().align("The canal is 193 kilometres long.", sentences_of_passages(passages), 4)
     texts = [a.sentence.text for a in aligned]
     assert texts.count(sentence) == 1 and len(texts) == 3
     assert aligned[0].sentence.passage_index == 0

@@ -12,7 +12,10 @@ from adapters.chat_client import ChatClient
 from middleware.cli import app
 from middleware.pipeline.verifiers import SlotsVerifier, passages_from_texts
 from middleware.pipeline.verifiers.base import DetailedVerdict, Mismatch
-from middleware.revise import Editor, apply_edits, build_editor, parse
+from middleware.composition.editor import build_editor
+from middleware.pipeline.editing import Editor
+from middleware.pipeline.fava import parse
+from middleware.revise.edits import apply_edits
 from middleware.revise.editors import LLMEditor, SlotsEditor
 from middleware.revise.guards import GuardedEditor
 from middleware.revise.prompts import parse_agreement, parse_edit
@@ -218,7 +221,7 @@ def test_prompt_parsers() -> None:
 
 
 def test_eval_verifier_is_hybrid_only_when_an_nli_model_is_available(tmp_path) -> None:
-    from middleware.revise.factory import build_eval_verifier, nli_available
+    from middleware.composition.editor import build_eval_verifier, nli_available
 
     settings = load_settings(**{"runtime.nli_model": str(tmp_path / "missing")})
     assert not nli_available(settings)

@@ -18,10 +18,11 @@ transformers = pytest.importorskip("transformers")
 from middleware.cli import app  # noqa: E402
 from middleware.pipeline.verifiers import SlotsVerifier, passages_from_texts  # noqa: E402
 from middleware.pipeline.verifiers.base import DetailedVerdict  # noqa: E402
-from middleware.revise import apply_edits, build_editor  # noqa: E402
-from middleware.revise.data import KINDS, build_instances, load_corpus  # noqa: E402
+from middleware.composition.editor import build_editor  # noqa: E402
+from middleware.revise.edits import apply_edits  # noqa: E402
+from middleware.training.editor_data import KINDS, build_instances, load_corpus  # noqa: E402
 from middleware.revise.editors import FID_TEMPLATE, Seq2SeqEditor  # noqa: E402
-from middleware.revise.training import EditorTrainConfig, encode_batch, fuse_encode, load_examples  # noqa: E402
+from middleware.training.editor import EditorTrainConfig, encode_batch, fuse_encode, load_examples  # noqa: E402
 from middleware.runtime.seq2seq import OnnxSeq2Seq, fuse  # noqa: E402
 from middleware.settings import RuntimeSettings, load_settings  # noqa: E402
 from middleware.types import Passage  # noqa: E402
