@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Install Debian's chromium and chromium-driver for the browser tests (tests/test_ui_browser.py)
+# Install Debian's chromium and chromium-driver for the browser tests (tests/adapters/ui/test_ui_browser.py)
 # when /usr/bin/chromium is missing. The tests drive it with Playwright's Python client
 # (no browser download: they launch /usr/bin/chromium directly).
 set -euo pipefail

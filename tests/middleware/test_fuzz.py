@@ -1,6 +1,6 @@
 """Property tests (hypothesis) of what reads untrusted input: the SSE parser (upstream
 bytes), the request schema (client bodies), and the segmenter as the stream drives it
-(segmenter-only properties are in test_segmenter.py)."""
+(segmenter-only properties are in text/test_answer_segmenter.py)."""
 
 from __future__ import annotations
 

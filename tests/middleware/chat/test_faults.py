@@ -1,6 +1,6 @@
 """Faults: whatever breaks behind the proxy, the client's stream ends cleanly and nothing it
 already received is lost or altered. (Upstream errors before the stream, a failure
-mid-stream and a hang are in test_proxy.py.)
+mid-stream and a hang are in test_api_router.py.)
 
 The pipeline faults run the real ``FactChecker`` with real providers, verifiers, ranker and
 cache, and doubles only for the failing part."""

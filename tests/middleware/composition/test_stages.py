@@ -1,8 +1,11 @@
-"""The NLI verifier and the seq2seq question generator on real (tiny, random) ONNX exports
-served by the runtime: label order from the manifest, windows in one batch, greedy decoding."""
+"""The pipeline's backends built by name (``middleware.composition.stages``): the NLI verifier and the
+seq2seq question generator on real (tiny, random) ONNX exports served by the runtime (label order
+from the manifest, windows in one batch, greedy decoding), and the fallbacks and errors when a
+backend's model is missing."""
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 import numpy as np
@@ -11,13 +14,13 @@ import pytest
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
-from middleware.composition.stages import build_question_generator, build_verifier  # noqa: E402
-from middleware.pipeline.verifiers import NLIVerifier, passages_from_texts  # noqa: E402
+from middleware.composition.stages import BackendUnavailable, build_question_generator, build_verifier  # noqa: E402
+from middleware.pipeline.verifiers import NLIVerifier, Verifier, passages_from_texts  # noqa: E402
 from middleware.runtime import clear_models, load_pair_scorer  # noqa: E402
 from middleware.settings import RuntimeSettings, load_settings  # noqa: E402
 from middleware.types import NLI_LABELS  # noqa: E402
 from onnx_models.export import export_model  # noqa: E402
-from tests.support.pipeline_doubles import HashingEmbedder  # noqa: E402
+from tests.support.pipeline_doubles import HashingEmbedder, RulePairScorer, keyword_rule  # noqa: E402
 from tests.support.tiny_models import save_bert_tokenizer, save_t5_tokenizer  # noqa: E402
 
 LABELS = ["contradiction", "entailment", "neutral"]  # not the product's order on purpose
@@ -94,3 +97,34 @@ async def test_factory_builds_hybrid_and_seq2seq_from_settings(
     generator = build_question_generator(settings, "seq2seq")
     questions = await generator.generate("Marie Curie was born in Warsaw.")
     assert questions and all(q.text for q in questions)  # random weights: any text, but it decodes
+
+
+# --- backends whose model is missing ------------------------------------------------------
+
+
+def test_hybrid_falls_back_to_slots_without_a_model(caplog: pytest.LogCaptureFixture) -> None:
+    settings = load_settings(**{"runtime.nli_model": "/nonexistent/nli-model"})
+    with caplog.at_level(logging.WARNING):
+        verifier = build_verifier(settings, "hybrid", embedder=HashingEmbedder())
+    assert verifier.name == "slots" and "falls back to slots" in caplog.text
+    with pytest.raises(BackendUnavailable):
+        build_verifier(settings, "nli", embedder=HashingEmbedder())
+    scorer = RulePairScorer(keyword_rule())
+    assert build_verifier(settings, "hybrid", embedder=HashingEmbedder(), scorer=scorer).name == "hybrid"
+    assert isinstance(build_verifier(settings, "slots", embedder=HashingEmbedder()), Verifier)
+
+
+def test_seq2seq_questions_need_a_model() -> None:
+    with pytest.raises(BackendUnavailable, match="seq2seq_model"):
+        build_question_generator(load_settings(), "seq2seq")
+
+
+async def test_seq2seq_question_generator_with_a_model() -> None:
+    class Model:
+        def generate(self, texts: list[str], max_new_tokens: int = 64) -> list[str]:
+            assert texts == ["generate questions: Curie was born in 1867."]
+            return ["When was Curie born? Where was Curie born?<sep>when was curie born"]
+
+    generator = build_question_generator(load_settings(), "seq2seq", model=Model())
+    questions = await generator.generate("Curie was born in 1867.")
+    assert [q.text for q in questions] == ["When was Curie born?", "Where was Curie born?"]

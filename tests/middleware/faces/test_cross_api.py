@@ -10,7 +10,7 @@ from typing import Any
 import aiohttp
 import pytest
 
-from tests.middleware.faces.test_sdk_clients import (
+from tests.middleware.chat.test_face_router import (
     ANSWER,
     FIXES,
     anthropic_client,

@@ -1,7 +1,7 @@
-"""The memory-hallucination margin signal: the closed-book request (the question without the
-context), then the signal end to end through the proxy (scripted demo upstream on loopback,
-the real ``FactChecker`` with offline backends and a hashed bag-of-words embedder), and a
-closed-book call that fails or answers too late."""
+"""The memory-hallucination margin signal end to end through the proxy (scripted demo upstream on
+loopback, the real ``FactChecker`` with offline backends and a hashed bag-of-words embedder), and
+a closed-book call that fails or answers too late. (The closed-book request itself:
+test_closed_book.py.)"""
 
 from __future__ import annotations
 
@@ -18,15 +18,13 @@ from middleware.checking import CheckRunner
 from middleware.settings import CheckSettings
 from middleware.evidence.request_passages import request_passages
 from middleware.metrics import MEMORY_CHECK_LATENCY, MEMORY_CHECK_TOKENS
-from middleware.pipeline.closed_book import ClosedBook, closed_book_body, closed_book_question
+from middleware.pipeline.closed_book import ClosedBook
 from middleware.types import CheckContext, Sentence
 from tests.support.context_doubles import (
     CLOSED_BOOK,
     CONTRADICTS,
     DOCUMENT,
-    FOLLOWS,
     FROM_MEMORY,
-    PASTED,
     QUESTION,
     ROOMY,
     body,
@@ -44,26 +42,6 @@ def counter(metric) -> float:
 
 def histogram_count(metric) -> float:
     return next(s.value for s in metric.collect()[0].samples if s.name.endswith("_count"))
-
-
-# --- the closed-book request -------------------------------------------------------------------
-
-
-def test_closed_book_body_drops_the_context_and_keeps_the_model():
-    forward = {**body(FOLLOWS), "tools": [{"type": "function"}], "tool_choice": "auto", "n": 2, "max_tokens": 900}
-    forward.pop("factcheck")
-    closed = closed_book_body(forward, QUESTION, 64)
-    assert closed["messages"] == [{"role": "user", "content": QUESTION}]
-    assert (closed["model"], closed["temperature"], closed["stream"], closed["max_tokens"]) == ("m", 0.2, False, 64)
-    assert not {"tools", "tool_choice", "n", "stream_options"} & closed.keys()
-    assert closed_book_body({"max_completion_tokens": 500}, QUESTION, 64)["max_completion_tokens"] == 64
-
-
-def test_closed_book_question_leaves_pasted_documents_out():
-    assert closed_book_question(QUESTION) == QUESTION
-    assert closed_book_question(PASTED) == "What does it say about the founder?"
-    instruction = f"Summarise the memo below.\n\n{DOCUMENT} {DOCUMENT} {DOCUMENT}"
-    assert closed_book_question(instruction) == "Summarise the memo below."
 
 
 # --- end to end through the proxy --------------------------------------------------------------

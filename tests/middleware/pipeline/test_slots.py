@@ -1,4 +1,6 @@
-"""Slot extraction: ages, durations and month names inside proper names."""
+"""Slot extraction (``middleware.pipeline.slots``): the slots of each kind with their spans, the
+relation and negation, agreement across types and the parse cache; ages, durations and month
+names inside proper names; names and the roles they play; the parse batcher."""
 
 from __future__ import annotations
 
@@ -9,7 +11,16 @@ import pytest
 from middleware.text.nlp import get_nlp
 from middleware.pipeline import slots
 from middleware.pipeline.names import normalise_name
-from middleware.pipeline.slots import Analysis, Role, Slot, analyse, analyse_async, participants, slots_agree
+from middleware.pipeline.slots import (
+    Analysis,
+    Role,
+    Slot,
+    analyse,
+    analyse_async,
+    analyse_many,
+    participants,
+    slots_agree,
+)
 
 
 def _slots(text: str) -> dict[str, str]:
@@ -138,3 +149,51 @@ async def test_analyse_async_answers_cached_texts_without_parsing() -> None:
         assert await analyse_async([text, text]) == [cached, cached]
     finally:
         parser.run_batch = real
+
+
+def _kinds_and_texts(text: str) -> list[tuple[str, str]]:
+    return [(s.kind, s.text) for s in analyse(text).slots]
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (
+            "Marie Curie was born in Warsaw on 7 November 1867.",
+            [("entity", "Marie Curie"), ("entity", "Warsaw"), ("date", "7 November 1867")],
+        ),
+        ("Mount Everest is 8,849 m high.", [("entity", "Mount Everest"), ("quantity", "8,849 m")]),
+        ("The temperature reached 45 °C in July 2019.", [("quantity", "45 °C"), ("date", "July 2019")]),
+        ("It has twelve floors and cost $1,200.", [("number", "twelve"), ("quantity", "$1,200")]),
+        (
+            "Einstein did not win the Nobel Prize in 1925.",
+            [("entity", "Einstein"), ("entity", "Nobel Prize"), ("date", "1925")],
+        ),
+        ("She lived in Berlin for twelve years.", [("entity", "Berlin"), ("quantity", "twelve years")]),
+    ],
+)
+def test_slot_extraction(text: str, expected: list[tuple[str, str]]) -> None:
+    assert _kinds_and_texts(text) == expected
+    for slot in analyse(text).slots:
+        assert text[slot.start : slot.end] == slot.text
+
+
+def test_relations_and_negation() -> None:
+    assert analyse("Obama never visited Iran.").negated
+    assert analyse("Einstein did not win the prize.").relation.lemma == "win"
+    assert not analyse("Obama visited Iran.").negated
+    born = analyse("Marie Curie was born in Warsaw.")
+    assert born.relation.lemma == "bear" and born.relation.prep == "in"
+    assert born.slots[1].role.prep == "in" and born.slots[1].role.head == "bear"
+
+
+def test_slots_agree_across_types() -> None:
+    claim = analyse("The tower was completed in 1889.").slots[-1]
+    evidence = analyse("Completion year: 1889 (the tower).")
+    assert any(slots_agree(claim, e) for e in evidence.slots)
+
+
+def test_analyse_many_uses_the_cache() -> None:
+    texts = ["Paris is in France.", "Rome is in Italy.", "Paris is in France."]
+    first = analyse_many(texts)
+    assert first[0] is first[2] and analyse("Rome is in Italy.") is first[1]

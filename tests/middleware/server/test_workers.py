@@ -1,4 +1,5 @@
-"""``serve --workers N`` and the server's event loop: real processes on loopback."""
+"""``serve --workers N``: the process limits shared out, the port shared, and real worker processes
+on loopback."""
 
 from __future__ import annotations
 
@@ -17,7 +18,6 @@ import psutil
 import pytest
 
 from adapters.demo_upstream import DemoUpstream
-from middleware import eventloop
 from middleware.commands.serve import start_site
 from middleware.server.workers import MIN_UPTIME_S, reserve_port, worker_share
 from middleware.settings import load_settings
@@ -44,21 +44,6 @@ def test_reserved_port_is_shared_only_with_reuse_port() -> None:
             plain.bind(("127.0.0.1", port))
     finally:
         holder.close()
-
-
-def test_event_loop_choice(monkeypatch: pytest.MonkeyPatch) -> None:
-    import uvloop
-
-    async def loop_type() -> type:
-        return type(asyncio.get_running_loop())
-
-    assert eventloop.loop_factory("asyncio") is None
-    assert eventloop.run(loop_type(), "uvloop") is uvloop.Loop
-    assert eventloop.run(loop_type(), "asyncio") is not uvloop.Loop
-    monkeypatch.setitem(sys.modules, "uvloop", None)  # as if not installed
-    assert eventloop.loop_factory("auto") is None
-    with pytest.raises(RuntimeError, match="uvloop is not installed"):
-        eventloop.loop_factory("uvloop")
 
 
 async def _read_until(stream: asyncio.StreamReader, pattern: str, timeout: float) -> re.Match[str]:

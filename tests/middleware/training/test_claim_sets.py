@@ -1,5 +1,5 @@
-"""The readers of the third-party sets: the battery's labels and splits, the seeded sample
-(files written here; no ../shared)."""
+"""The readers of the third-party sets: the WiCE and FEVER-Symmetric loaders, the battery's labels
+and splits, the seeded sample (files written here; no ../shared)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from middleware.training import claim_sets
+from middleware.training.claim_sets import load_fever_symmetric, load_wice
 
 
 def _write_battery(root: Path) -> None:
@@ -40,3 +41,20 @@ def test_sample_is_seeded_in_file_order_and_keeps_the_split(tmp_path: Path) -> N
     assert [items.index(i) for i in first] == sorted(items.index(i) for i in first)
     assert claim_sets.sample(items, "test", 4, seed=2) != first
     assert len(claim_sets.sample(items, "test", None)) == 10
+
+
+def test_loaders(tmp_path) -> None:  # noqa: ANN001
+    fever = tmp_path / "fever.jsonl"
+    fever.write_text(
+        json.dumps({"claim": "Cruz modelled .", "evidence": "Cruz -LRB- born 1974 -RRB- modelled .", "label": "SUPPORTS"})
+        + "\n"
+    )
+    (example,) = load_fever_symmetric(tmp_path)
+    assert example.claim == "Cruz modelled." and example.evidence == ["Cruz (born 1974) modelled."]
+    assert example.gold == "attributable"
+    wice = tmp_path / "wice.jsonl"
+    wice.write_text(
+        json.dumps({"claim": "c", "evidence": [f"s{i}" for i in range(6)], "label": "partially_supported"}) + "\n"
+    )
+    (example,) = load_wice(wice)
+    assert example.evidence == ["s0\ns1\ns2\ns3", "s4\ns5"] and example.gold == "extrapolatory"

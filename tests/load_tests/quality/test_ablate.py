@@ -1,13 +1,12 @@
-"""The edit gate's ablations (``load_tests.quality.ablate --gate``, ``gate_fever``): one
-variant per gate rule, refusals counted by the rule the report names, wrong edits counted on
-claims their evidence supports. No model runs here and nothing under ../shared is read."""
+"""The edit gate's ablations (``load_tests.quality.ablate --gate``): one variant per gate rule,
+refusals counted by the rule the report names. No model runs here and nothing under ../shared
+is read."""
 
 from __future__ import annotations
 
 import pytest
 
 from load_tests.quality.ablate import gate_variants, refused_by
-from load_tests.quality.gate_fever import figures
 from load_tests.quality.planted import to_result
 from middleware.evaluation.planted import Result
 from middleware.revise.gate_rules import GATE_RULES
@@ -40,12 +39,6 @@ def test_refusals_are_counted_by_the_rule_the_report_names() -> None:
     assert "edit flagged by name_in_another_role: the evidence names 'X' too" in (results[0].reason or "")
     assert refused_by(results, "name_in_another_role") == 1
     assert refused_by(results, "name_twice") == 0
-
-
-def test_an_edited_supported_claim_is_a_wrong_edit() -> None:
-    rows = [{"id": "a", "label": "SUPPORTS"}, {"id": "b", "label": "REFUTES"}, {"id": "c", "label": "REFUTES"}]
-    assert figures(rows, {"a": "x", "b": "y"}) == {"wrong_edits": 1, "refutes_edited": 1}
-    assert figures(rows, {}) == {"wrong_edits": 0, "refutes_edited": 0}
 
 
 def test_results_without_a_refusal_count_for_no_rule() -> None:

@@ -1,6 +1,6 @@
-"""One guarded HTTP client for everything that leaves the process (issue 35): the page
-fetcher's guards (tests/adapters/test_fetch.py) extended to the upstream, the search providers
-and the pipeline's LLM. For each client: the environment's proxy is not used unless
+"""One guarded HTTP client for everything that leaves the process (``adapters.http``, issue 35):
+the page fetcher's guards (tests/adapters/test_ssrf.py, test_fetch.py) extended to the upstream,
+the search providers and the pipeline's LLM. For each client: the environment's proxy is not used unless
 configured; a redirect is never followed for a POST or a request carrying credentials; a
 keyless GET's redirect to anything but the configured origin is vetted by the SSRF guard;
 response headers and bodies are capped; a failure to connect names no address.

@@ -1,5 +1,6 @@
-"""Chat completions, the Responses API and the Messages API in each other's terms: text, tool
-calls, usage and stop reasons cross every way, in requests, streams and non-stream answers."""
+"""Streams in each other's terms: a chat completions stream crosses to the Responses API and the
+Messages API and comes back as a chat client sees it (text, tool calls, usage, stop reason), and
+the Messages stream names its blocks and stop reason."""
 
 from __future__ import annotations
 
@@ -8,7 +9,6 @@ from typing import Any
 
 import pytest
 
-from middleware.translation import completions, requests
 from middleware.translation.streams import (
     DONE,
     ChatToMessages,
@@ -66,55 +66,3 @@ def test_the_messages_stream_names_its_blocks_and_stop_reason():
     starts = [e["content_block"]["type"] for e in events if e["type"] == "content_block_start"]
     assert starts == ["text", "tool_use"]
     assert events[-2]["delta"]["stop_reason"] == "tool_use" and events[-2]["usage"] == {"input_tokens": 5, "output_tokens": 9}
-
-
-CHAT_REQUEST = {
-    "model": "m", "max_tokens": 50, "temperature": 0.2, "stream": True,
-    "messages": [
-        {"role": "system", "content": "Be brief."}, {"role": "user", "content": "Find x."},
-        {"role": "assistant", "content": None, "tool_calls": [
-            {"id": "call_1", "type": "function", "function": {"name": "lookup", "arguments": '{"q": "x"}'}}]},
-        {"role": "tool", "tool_call_id": "call_1", "content": "x is 3"},
-    ],
-    "tools": [{"type": "function", "function": {"name": "lookup", "description": "d",
-                                                "parameters": {"type": "object"}}}],
-}
-
-
-@pytest.mark.parametrize("api", ["responses", "messages"])
-def test_a_request_crosses_and_comes_back(api):
-    there = requests.translate_request(CHAT_REQUEST, "chat", api)
-    back = requests.translate_request(there, api, "chat")
-    assert back["messages"] == CHAT_REQUEST["messages"]
-    assert back["tools"] == CHAT_REQUEST["tools"]
-    assert (back["max_tokens"], back["temperature"], back["stream"]) == (50, 0.2, True)
-
-
-def test_the_messages_request_has_its_system_prompt_and_alternating_roles():
-    body = requests.translate_request(CHAT_REQUEST, "chat", "messages")
-    assert body["system"] == "Be brief."
-    assert [m["role"] for m in body["messages"]] == ["user", "assistant", "user"]
-    assert body["messages"][2]["content"][0] == {"type": "tool_result", "tool_use_id": "call_1", "content": "x is 3"}
-
-
-COMPLETION = {"id": "c", "object": "chat.completion", "created": 0, "model": "m",
-              "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {
-                  "role": "assistant", "content": "Let me look.", "tool_calls": [
-                      {"id": "call_1", "type": "function", "function": {"name": "lookup", "arguments": '{"q": "x"}'}}]}}],
-              "usage": {"prompt_tokens": 5, "completion_tokens": 9, "total_tokens": 14}}
-
-
-@pytest.mark.parametrize("api", ["responses", "messages"])
-def test_an_answer_crosses_and_comes_back(api):
-    there = completions.translate_answer(COMPLETION, "chat", api)
-    assert completions.answer_text(there, api) == "Let me look."
-    back = completions.translate_answer(there, api, "chat")
-    assert back["choices"][0]["message"] == COMPLETION["choices"][0]["message"]
-    assert back["choices"][0]["finish_reason"] == "tool_calls" and back["usage"] == COMPLETION["usage"]
-
-
-@pytest.mark.parametrize("api", ["chat", "responses", "messages"])
-def test_correct_mode_replaces_the_answer_text(api):
-    answer = completions.translate_answer(COMPLETION, "chat", api)
-    completions.replace_text(answer, api, "Let me see.")
-    assert completions.answer_text(answer, api) == "Let me see."

@@ -1,5 +1,7 @@
-"""``POST /v1/responses`` and ``POST /v1/messages`` end to end on loopback with the official
-``openai`` and ``anthropic`` SDKs, every mode; the upstream's bytes relayed untouched in off and
+"""The front doors that speak typed events (``middleware.chat.face_router``, under
+``middleware.responses`` and ``middleware.messages``): ``POST /v1/responses`` and
+``POST /v1/messages`` end to end on loopback with the official ``openai`` and ``anthropic``
+SDKs, every mode; the upstream's bytes relayed untouched in off and
 annotate mode; a value split across two events checked as one sentence; errors in each API's
 own format."""
 

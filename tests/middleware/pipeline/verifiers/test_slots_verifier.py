@@ -1,32 +1,15 @@
-"""Verifiers: slots (table of verdict cases), NLI windows and aggregation, the hybrid
-combination, and the ``factcheck verify`` record format."""
+"""The slots verifier: a table of verdict cases, the deciding passage and sentence, the lexical
+fallback without an embedder; and the claim's event decides, not a value stated elsewhere (names,
+roles, verbs, passage topics)."""
 
 from __future__ import annotations
 
-import io
-import json
-import logging
-
 import pytest
 
-from middleware.pipeline.alignment import Aligner, sentences_of_passages
-from middleware.commands.verify import _verify_stream, verify_record
-from middleware.composition.stages import BackendUnavailable, build_question_generator, build_verifier
-from middleware.pipeline.stages import Claim, verify_claim
-from middleware.pipeline.checkworthy import assess
-from middleware.pipeline.decontext import SpacyDecontextualiser
-from middleware.pipeline.verifiers import (
-    HybridVerifier,
-    NLIVerifier,
-    SlotsVerifier,
-    Verifier,
-    build_windows,
-    passages_from_texts,
-    to_verdict_label,
-)
-from middleware.settings import load_settings
+from middleware.pipeline.alignment import Aligner
+from middleware.pipeline.verifiers import SlotsVerifier, passages_from_texts
 from middleware.types import NLI_LABELS, Passage
-from tests.support.pipeline_doubles import HashingEmbedder, RulePairScorer, keyword_rule
+from tests.support.pipeline_doubles import HashingEmbedder
 
 CURIE = "Marie Curie was born on 7 November 1867 in Warsaw, Poland. She died in 1934 in Passy."
 TOWER = "The Eiffel Tower is 330 metres tall and was completed in 1889."
@@ -127,244 +110,6 @@ async def test_slots_without_embedder_is_lexical() -> None:
     assert verdict.label == "contradictory"
 
 
-async def test_alignment_caches_embeddings() -> None:
-    embedder = HashingEmbedder()
-    aligner = Aligner(embedder)
-    sentences = sentences_of_passages(passages_from_texts([CURIE]))
-    first = await aligner.align("Curie was born in Warsaw.", sentences)
-    await aligner.align("Curie was born in Warsaw.", sentences)
-    assert len(embedder.calls) == 1
-    assert first[0].sentence.text.startswith("Marie Curie was born")
-    assert first[0].score > first[-1].score
-
-
-# --- NLI ---------------------------------------------------------------------------------
-
-
-def test_windows_fit_the_budget() -> None:
-    long_text = " ".join(f"Sentence number {i} talks about topic {i} at some length here." for i in range(12))
-    passages = passages_from_texts([long_text, "Short passage."])
-    windows = build_windows(passages, budget=40)
-    assert {w.passage_index for w in windows} == {0, 1}
-    for w in windows:
-        assert passages[w.passage_index].text[w.start : w.end] == w.text
-    assert len([w for w in windows if w.passage_index == 0]) > 1
-    assert all(len(w.text.split()) < 40 for w in windows)
-    # packed: each window starts at the previous one's last sentence, and together they cover the text
-    first = [w for w in build_windows(passages, budget=80) if w.passage_index == 0]
-    for previous, current in zip(first, first[1:]):
-        last_sentence = previous.text.split(". ")[-1]
-        assert current.text.startswith(last_sentence.rstrip(".")) and current.end > previous.end
-    assert first[0].start == 0 and first[-1].end == len(long_text)
-    assert len(first) <= 6  # 12 sentences, 4 per window: not one window per sentence
-
-
-@pytest.mark.parametrize(
-    "labels",
-    [
-        ("entailment", "neutral", "contradiction"),
-        ("contradiction", "entailment", "neutral"),
-        ("ENTAILMENT", "NEUTRAL", "CONTRADICTION"),
-    ],
-)
-async def test_nli_label_order_comes_from_the_model(labels: tuple[str, ...]) -> None:
-    order = [NLI_LABELS.index(to_verdict_label(name)) for name in labels]
-
-    def rule(premise: str, hypothesis: str) -> list[float]:
-        probs = [0.9, 0.07, 0.03] if "Warsaw" in premise else [0.1, 0.8, 0.1]
-        return [probs[i] for i in order]
-
-    scorer = RulePairScorer(rule, labels)
-    verdict = await NLIVerifier(scorer).verify(
-        "Curie was born in Warsaw.", passages_from_texts(["Rome.", CURIE])
-    )
-    assert verdict.label == "attributable" and verdict.evidence_index == 1
-    assert verdict.scores["attributable"] == pytest.approx(0.9)
-    assert len(scorer.batches) == 1  # every window in one batch
-
-
-async def test_nli_scores_each_pair_once() -> None:
-    scorer = RulePairScorer(keyword_rule(entail="Warsaw"))
-    verifier = NLIVerifier(scorer)
-    first = await verifier.verify("Curie was born in Warsaw.", passages_from_texts([CURIE]))
-    second = await verifier.verify("Curie was born in Warsaw.", passages_from_texts([CURIE, "Rome is old."]))
-    assert first.scores == second.scores and [len(b) for b in scorer.batches] == [1, 1]
-
-
-async def test_nli_two_class_model() -> None:
-    scorer = RulePairScorer(lambda p, h: [0.2, 0.8], ("entailment", "not_entailment"))
-    verdict = await NLIVerifier(scorer).verify("Curie was born in Paris.", passages_from_texts([CURIE]))
-    assert verdict.label == "extrapolatory"
-    assert verdict.scores == pytest.approx({"attributable": 0.2, "extrapolatory": 0.8, "contradictory": 0.0})
-
-
-async def test_nli_contradiction_needs_an_aligned_window() -> None:
-    scorer = RulePairScorer(keyword_rule(contradict="Passy"))
-    aligned = await NLIVerifier(scorer).verify(
-        "Marie Curie died in 1934 in Paris.", passages_from_texts([CURIE])
-    )
-    assert aligned.label == "contradictory" and aligned.span == (0, 34)
-    unrelated = await NLIVerifier(scorer).verify(
-        "Bananas are yellow.", passages_from_texts(["Passy is a district."])
-    )
-    assert unrelated.label == "extrapolatory"
-
-
-async def test_nli_long_evidence_windows_in_one_batch() -> None:
-    filler = " ".join(f"Filler sentence {i} about nothing in particular at all." for i in range(40))
-    text = filler + " Marie Curie was born in Warsaw. " + filler
-    scorer = RulePairScorer(keyword_rule(entail="born in Warsaw"), max_length=64)
-    verdict = await NLIVerifier(scorer, max_windows=16).verify(
-        "Curie was born in Warsaw.", passages_from_texts([text])
-    )
-    assert verdict.label == "attributable" and "born in Warsaw" in verdict.evidence_sentence
-    assert len(scorer.batches) == 1 and len(scorer.batches[0]) == 16
-    start, end = verdict.evidence_span
-    assert text[start:end] == verdict.evidence_sentence
-
-
-# --- hybrid ------------------------------------------------------------------------------
-
-
-def _hybrid(rule) -> HybridVerifier:  # noqa: ANN001
-    return HybridVerifier(NLIVerifier(RulePairScorer(rule)), _slots_verifier())
-
-
-async def test_hybrid_number_mismatch_overrides_entailment() -> None:
-    verdict = await _hybrid(lambda p, h: [0.85, 0.1, 0.05]).verify(
-        "The Eiffel Tower is 300 metres tall.", passages_from_texts([TOWER])
-    )
-    assert verdict.label == "contradictory" and verdict.backend == "hybrid"
-    assert verdict.replacement == "330 metres" and verdict.span == (20, 30)
-    assert max(verdict.scores, key=verdict.scores.__getitem__) == "contradictory"
-
-
-async def test_hybrid_paraphrase_from_nli() -> None:
-    evidence = passages_from_texts(["Albert Einstein received the Nobel Prize in Physics in 1921."])
-    claim = "Einstein won the Nobel Prize in Physics in 1921."
-    assert (await _slots_verifier().verify(claim, evidence)).label == "extrapolatory"
-    verdict = await _hybrid(keyword_rule(entail="received")).verify(claim, evidence)
-    assert verdict.label == "attributable"
-
-
-async def test_hybrid_slots_support_when_nli_is_neutral() -> None:
-    verdict = await _hybrid(lambda p, h: [0.3, 0.6, 0.1]).verify(
-        "Marie Curie was born in Warsaw in 1867.", passages_from_texts([CURIE])
-    )
-    assert verdict.label == "attributable"
-
-
-async def test_hybrid_weak_entailment_without_the_date_is_extrapolatory() -> None:
-    evidence = passages_from_texts(["Marie Curie was born in Warsaw."])
-    claim = "Marie Curie was born in Warsaw in 1867."
-    weak = await _hybrid(lambda p, h: [0.7, 0.2, 0.1]).verify(claim, evidence)
-    assert weak.label == "extrapolatory" and weak.span == (34, 38)
-    strong = await _hybrid(lambda p, h: [0.97, 0.02, 0.01]).verify(claim, evidence)
-    assert strong.label == "attributable"
-
-
-@pytest.mark.parametrize(
-    ("claim", "evidence"),
-    [
-        ("Einstein received the prize in Stockholm.", "Einstein received the prize."),  # a name
-        ("Cruz modelled only for L'Oréal.", "Cruz modelled for Mango and for L'Oréal."),  # exclusivity
-    ],
-)
-async def test_hybrid_weak_entailment_needs_names_and_polarity(claim: str, evidence: str) -> None:
-    weak = await _hybrid(lambda p, h: [0.8, 0.15, 0.05]).verify(claim, passages_from_texts([evidence]))
-    assert weak.label == "extrapolatory"
-    strong = await _hybrid(lambda p, h: [0.96, 0.03, 0.01]).verify(claim, passages_from_texts([evidence]))
-    assert strong.label == "attributable"
-
-
-async def test_hybrid_nli_contradiction_localised_by_slots() -> None:
-    evidence = passages_from_texts(["Obama visited Iran in 2010."])
-    verdict = await _hybrid(keyword_rule(contradict="Obama")).verify("Obama never visited Iran.", evidence)
-    assert verdict.label == "contradictory" and verdict.mismatches[0].kind == "negation"
-
-
-# --- factory, stages, CLI ----------------------------------------------------------------
-
-
-def test_hybrid_falls_back_to_slots_without_a_model(caplog: pytest.LogCaptureFixture) -> None:
-    settings = load_settings(**{"runtime.nli_model": "/nonexistent/nli-model"})
-    with caplog.at_level(logging.WARNING):
-        verifier = build_verifier(settings, "hybrid", embedder=HashingEmbedder())
-    assert verifier.name == "slots" and "falls back to slots" in caplog.text
-    with pytest.raises(BackendUnavailable):
-        build_verifier(settings, "nli", embedder=HashingEmbedder())
-    scorer = RulePairScorer(keyword_rule())
-    assert build_verifier(settings, "hybrid", embedder=HashingEmbedder(), scorer=scorer).name == "hybrid"
-    assert isinstance(build_verifier(settings, "slots", embedder=HashingEmbedder()), Verifier)
-
-
-def test_seq2seq_questions_need_a_model() -> None:
-    with pytest.raises(BackendUnavailable, match="seq2seq_model"):
-        build_question_generator(load_settings(), "seq2seq")
-
-
-async def test_seq2seq_question_generator_with_a_model() -> None:
-    class Model:
-        def generate(self, texts: list[str], max_new_tokens: int = 64) -> list[str]:
-            assert texts == ["generate questions: Curie was born in 1867."]
-            return ["When was Curie born? Where was Curie born?<sep>when was curie born"]
-
-    generator = build_question_generator(load_settings(), "seq2seq", model=Model())
-    questions = await generator.generate("Curie was born in 1867.")
-    assert [q.text for q in questions] == ["When was Curie born?", "Where was Curie born?"]
-
-
-async def test_verify_claim_maps_spans_to_the_sentence() -> None:
-    sentence = "She was born in Paris."
-    decontext = SpacyDecontextualiser().resolve(sentence, ["Marie Curie was a physicist."])
-    claim = Claim(sentence, assess(sentence), decontext)
-    timings: dict[str, float] = {}
-    verdict = await verify_claim(_slots_verifier(), claim, passages_from_texts([CURIE]), timings=timings)
-    assert verdict.label == "contradictory" and sentence[verdict.span[0] : verdict.span[1]] == "Paris"
-    assert verdict.mismatches[0].text == "Paris" and "verify" in timings
-
-
-async def test_verify_record_format() -> None:
-    record = {
-        "claim": "He was born in Paris.",
-        "evidence": ["Rome is old.", CURIE],
-        "context": "Marie Curie was a physicist.",
-    }
-    out = await verify_record(_slots_verifier(), record)
-    assert set(out) == {"label", "scores", "evidence_index", "span"}
-    assert out["label"] == "contradictory" and out["evidence_index"] == 1
-    assert record["claim"][out["span"][0] : out["span"][1]] == "Paris"
-    assert list(out["scores"]) == list(NLI_LABELS)
-
-
-async def test_verify_stream_keeps_order_and_reports_bad_lines() -> None:
-    lines = [
-        json.dumps({"claim": "Marie Curie was born in Warsaw in 1867.", "evidence": [CURIE]}),
-        "{not json",
-        json.dumps({"claim": "The Eiffel Tower is 300 metres tall.", "evidence": [TOWER]}),
-        json.dumps({"claim": 3, "evidence": []}),
-    ]
-    sink = io.StringIO()
-    errors = await _verify_stream(_slots_verifier(), io.StringIO("\n".join(lines) + "\n"), sink)
-    out = [json.loads(x) for x in sink.getvalue().splitlines()]
-    assert [o["label"] for o in out] == ["attributable", None, "contradictory", None] and errors == 2
-
-
-def test_passages_from_texts() -> None:
-    passages = passages_from_texts(["a", "b"])
-    assert [p.id for p in passages] == ["0", "1"] and all(isinstance(p, Passage) for p in passages)
-
-
-def test_detailed_verdict_goes_on_the_wire_as_a_plain_verdict() -> None:
-    from middleware.pipeline.verifiers import Mismatch
-    from middleware.types import SentenceReport
-
-    verdict = _slots_verifier().judge("x", [])
-    verdict.mismatches = [Mismatch(kind="date", span=(0, 1), text="x", replacement="y", evidence_index=0)]
-    wire = SentenceReport(index=0, start=0, end=1, text="x", verdict=verdict).model_dump()["verdict"]
-    assert set(wire) == {"label", "scores", "evidence_id", "evidence_sentence", "span", "reason", "backend", "rules"}
-
-
 # --- the claim's event decides, not a value stated elsewhere --------------------------------
 
 COLUMBUS = (
@@ -394,21 +139,6 @@ async def test_the_passage_title_names_its_topic() -> None:
     claim = "Shakespeare's works include about 39 plays and 154 sonnets."
     verdict = await SlotsVerifier().verify(claim, _titled("William Shakespeare", text))
     assert verdict.label == "attributable", verdict.reason
-
-
-async def test_hybrid_a_name_mismatch_overrides_strong_entailment() -> None:
-    evidence = passages_from_texts(["Newton was knighted by Queen Anne in 1705."])
-    verdict = await _hybrid(lambda p, h: [0.95, 0.03, 0.02]).verify("Newton was knighted by Queen Victoria in 1705.", evidence)
-    assert verdict.label == "contradictory" and verdict.replacement == "Queen Anne"
-
-
-async def test_alignment_takes_a_repeated_sentence_once() -> None:
-    sentence = "The canal is about 193 kilometres long."
-    passages = passages_from_texts([f"{sentence} It has no locks.", f"It opened in 1869. {sentence}"])
-    aligned = await Aligner().align("The canal is 193 kilometres long.", sentences_of_passages(passages), 4)
-    texts = [a.sentence.text for a in aligned]
-    assert texts.count(sentence) == 1 and len(texts) == 3
-    assert aligned[0].sentence.passage_index == 0
 
 
 async def test_the_event_sentence_is_the_one_with_the_claims_verb() -> None:
@@ -609,11 +339,3 @@ async def test_a_relative_clause_rival_is_said_of_its_antecedent() -> None:
     verifier = SlotsVerifier(Aligner(HashingEmbedder()), strong_align=0.3)
     verdict = await verifier.verify("The White Nile flows into Lake Victoria.", nile)
     assert verdict.mismatches and verdict.mismatches[0].kind == "role", verdict.reason
-
-
-async def test_hybrid_an_opposite_verb_overrides_strong_entailment() -> None:
-    """The small model entails 'sold Graceland' from 'bought Graceland' (P=0.89)."""
-    evidence = passages_from_texts(["In 1957 he bought Graceland, a mansion in Memphis, Tennessee."])
-    verdict = await _hybrid(lambda p, h: [0.95, 0.03, 0.02]).verify("In 1957 Elvis Presley sold Graceland, a mansion in Memphis.", evidence)
-    assert verdict.label == "contradictory", verdict.reason
-    assert (verdict.mismatches[0].kind, verdict.mismatches[0].replacement) == ("relation", "bought")

@@ -1,0 +1,39 @@
+"""Check-worthiness: which sentences are checked, and the reason a skipped one gives."""
+
+from __future__ import annotations
+
+import pytest
+
+from middleware.pipeline.checkworthy import assess, skipped_verdict
+
+
+@pytest.mark.parametrize(
+    ("text", "reason"),
+    [
+        ("Marie Curie was born in Warsaw in 1867.", None),
+        ("Certainly, the tower is 330 m tall.", None),
+        ("What is the capital of France?", "question"),
+        ("Hello!", "greeting"),
+        ("Thanks for asking.", "greeting"),
+        ("As an AI language model, I cannot browse the web.", "meta"),
+        ("Here is a summary of her life:", "meta"),
+        ("I hope this helps!", "meta"),
+        ("Click the Save button.", "instruction"),
+        ("Please make sure to restart your computer.", "instruction"),
+        ("You should visit Paris in spring.", "instruction"),
+        ("I think Paris is nice.", "hedged"),
+        ("In my opinion the sequel was better.", "hedged"),
+        ("Paris is a beautiful city.", "subjective"),
+        ("The movie was great.", "subjective"),
+        ("People should recycle more.", "subjective"),
+        ("Einstein was a brilliant physicist who won the Nobel Prize in 1921.", None),
+        ("...", "empty"),
+    ],
+)
+def test_checkworthiness(text: str, reason: str | None) -> None:
+    worthiness = assess(text)
+    assert worthiness.reason == reason
+    assert worthiness.checkworthy is (reason is None)
+    if reason:
+        verdict = skipped_verdict(worthiness)
+        assert verdict.label == "skipped" and verdict.reason == reason
