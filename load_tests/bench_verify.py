@@ -20,7 +20,7 @@ from typing import Annotated
 import typer
 
 from middleware.evidence.index import DEMO_CORPUS
-from middleware.composition.stages import build_verifier
+from middleware.composition.backends import build_verifier
 from middleware.text.evidence_sentences import split_sentences
 from middleware.pipeline.verifiers import Verifier, passages_from_texts
 from middleware.settings import load_settings

@@ -4,6 +4,7 @@ nothing would stop it from importing upwards."""
 
 from __future__ import annotations
 
+import re
 import tomllib
 from pathlib import Path
 
@@ -22,7 +23,7 @@ def layered_modules() -> set[str]:
     counts for ``middleware.chat``)."""
     config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
     (layers,) = [c for c in config["tool"]["importlinter"]["contracts"] if c["type"] == "layers"]
-    named = {part.strip() for layer in layers["layers"] for part in layer.split(":")}
+    named = {part.strip() for layer in layers["layers"] for part in re.split(r"[|:]", layer)}
     return {".".join(name.split(".")[:2]) for name in named}
 
 

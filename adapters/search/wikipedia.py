@@ -6,17 +6,16 @@ to its search snippet."""
 
 from __future__ import annotations
 
-import re
 from itertools import zip_longest
 from typing import Any
 
 from adapters.search.base import WebProvider, clean_text, result_list
 from adapters.search.errors import ProviderError
+from middleware.text.evidence_sentences import split_sentences
 from middleware.types import Passage
 
 SENTENCES_PER_PASSAGE = 4
 MAX_EXTRACTS = 20  # exlimit's largest value for intro extracts
-_SENTENCE_END = re.compile(r"[.!?][\"')\]]*\s+(?=[\"'(\[]?[A-Z0-9])")
 
 
 class WikipediaSource(WebProvider):
@@ -79,30 +78,18 @@ class WikipediaSource(WebProvider):
 
 
 def sentence_windows(text: str, size: int = SENTENCES_PER_PASSAGE) -> list[tuple[int, int]]:
-    """Character spans of consecutive groups of up to ``size`` sentences, never crossing a
-    paragraph (line) break."""
-    spans = []
-    offset = 0
-    for line in text.split("\n"):
-        sentences = _sentence_spans(line, offset)
-        for i in range(0, len(sentences), size):
-            group = sentences[i : i + size]
+    """Character spans of consecutive groups of up to ``size`` sentences (the evidence
+    sentence splitter's), never crossing a paragraph (line) break."""
+    spans: list[tuple[int, int]] = []
+    group: list[tuple[int, int]] = []
+    for start, end in split_sentences(text):
+        if group and (len(group) == size or "\n" in text[group[-1][1] : start]):
             spans.append((group[0][0], group[-1][1]))
-        offset += len(line) + 1
+            group = []
+        group.append((start, end))
+    if group:
+        spans.append((group[0][0], group[-1][1]))
     return spans
-
-
-def _sentence_spans(line: str, offset: int) -> list[tuple[int, int]]:
-    spans, start = [], 0
-    for match in _SENTENCE_END.finditer(line):
-        spans.append((start, match.start() + len(match.group().rstrip())))
-        start = match.end()
-    spans.append((start, len(line)))
-    return [(offset + s + _lead(line[s:e]), offset + s + len(line[s:e].rstrip())) for s, e in spans if line[s:e].strip()]
-
-
-def _lead(chunk: str) -> int:
-    return len(chunk) - len(chunk.lstrip())
 
 
 def _page_url(api_url: str, title: Any) -> str | None:

@@ -23,7 +23,8 @@ from typing import Annotated, Any
 import typer
 
 from load_tests.quality.data import load_rows
-from load_tests.quality.planted import DATA, build_runner, check_all
+from load_tests.quality.planted import DATA, check_all
+from middleware.composition import command_line_runner
 from middleware.evaluation.planted import Result, score
 from middleware.pipeline.verifiers.slots_verifier import RULES
 from middleware.revise.gate_rules import GATE_RULES
@@ -91,13 +92,13 @@ def main(
     settings = load_settings()
     if not gate:
         for name, variant in variants(settings).items():
-            report(name, asyncio.run(check_all(build_runner(variant), rows, Mode.CORRECT)))
+            report(name, asyncio.run(check_all(command_line_runner(variant), rows, Mode.CORRECT)))
     else:
-        configured = asyncio.run(check_all(build_runner(settings), rows, Mode.CORRECT))
+        configured = asyncio.run(check_all(command_line_runner(settings), rows, Mode.CORRECT))
         report("as configured", configured)
         contradicted = [row for row, r in zip(rows, configured, strict=True) if r.verdict == "contradictory"]
         for name, variant in gate_variants(settings).items():
-            again = {r.id: r for r in asyncio.run(check_all(build_runner(variant), contradicted, Mode.CORRECT))}
+            again = {r.id: r for r in asyncio.run(check_all(command_line_runner(variant), contradicted, Mode.CORRECT))}
             report(name, [again.get(r.id, r) for r in configured], refused_by(configured, name.removeprefix("without ")))
     if json_out:
         json_out.write_text(json.dumps(out, indent=2), encoding="utf-8")

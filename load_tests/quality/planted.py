@@ -20,22 +20,11 @@ import typer
 from load_tests.quality.data import load_rows
 from middleware.evaluation.planted import KINDS, Result, score
 from middleware.checking import CheckRunner
-from middleware.settings import Settings, load_settings
+from middleware.composition import command_line_runner
+from middleware.settings import load_settings
 from middleware.types import CheckContext, Mode, Sentence, SentenceReport
 
 DATA = Path(__file__).with_name("planted.jsonl")
-
-
-def build_runner(settings: Settings) -> CheckRunner:
-    """The checker ``factcheck check`` runs: demo index (built once, cached) and default pipeline."""
-    from middleware.evidence.index import ensure_demo_index
-    from middleware.composition.pipeline import build_pipeline_checker
-
-    if "index" in settings.evidence.providers:
-        ensure_demo_index(settings.evidence.index_dir, settings=settings)
-    # As in ``factcheck check``: not racing a stream, so a generous budget.
-    return CheckRunner(build_pipeline_checker(settings),
-                       settings.check.model_copy(update={"sentence_budget_s": 30.0}))
 
 
 def edited_text(sentence: str, report: SentenceReport) -> str | None:
@@ -122,7 +111,7 @@ def main(
     """Check every planted-error and true sentence; print the per-kind figures."""
     logging.basicConfig(level="WARNING")
     rows = load_rows(data, limit)
-    runner = build_runner(load_settings())
+    runner = command_line_runner(load_settings())  # what `factcheck check` runs
     results = asyncio.run(check_all(runner, rows, mode))
     metrics = {"data": str(data), "mode": mode.value, **score(rows, results)}
     print_report(metrics)

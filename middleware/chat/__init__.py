@@ -16,6 +16,7 @@
 - ``limits``: the rate limits of the HTTP endpoints and the websocket; ``api_router``: ``POST /v1/chat/completions`` (HTTP
   and SSE); ``ws_router``: ``GET /v1/ws`` (the same events as JSON messages over a websocket).
 
-Imports go one way, routers -> services -> checked stream -> chunks/wire/parsing -> protocol;
-the order is an import-linter contract (``pyproject.toml``).
+Imports go one way, routers -> services -> checked stream (with chunks, wire, parsing and
+grounding_prompt beside it) -> typed events -> protocol; the order is an import-linter
+contract (``pyproject.toml``).
 """

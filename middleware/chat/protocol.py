@@ -28,10 +28,8 @@ from pydantic import (
 
 from pydantic.config import JsonDict
 
-from middleware.errors import ErrorBody, ErrorDetail, error_body
+from middleware.errors import ErrorBody
 from middleware.types import GroundingCorpus, Mode, SentenceReport, StreamSummary
-
-__all__ = ["ErrorBody", "ErrorDetail", "error_body"]  # the error format is part of the family's wire
 
 # --------------------------------------------------------------------------------- request
 

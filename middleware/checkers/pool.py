@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
+import pickle
 import sys
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -145,6 +146,11 @@ class WorkerPool:
     before the first request (the app's start-up), ``close`` at the end."""
 
     def __init__(self, settings: Settings, build: CheckerBuilder) -> None:
+        try:
+            pickle.dumps(build)
+        except (pickle.PicklingError, AttributeError, TypeError) as exc:
+            raise ValueError(f"the checker builder must be a module-level function (it is sent to each "
+                             f"worker by name): {build!r}") from exc
         self.settings = settings
         self.build = build
         """Builds the checker in each worker: a module-level function, pickled by name."""

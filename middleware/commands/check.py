@@ -14,7 +14,6 @@ import typer
 
 from middleware.chat.checked_stream import CheckedAnswer, check_answer
 from middleware.render import print_checked
-from middleware.composition import command_line_runner
 from middleware.settings import load_settings
 from middleware.types import CheckContext, Mode
 
@@ -28,6 +27,8 @@ def check(
     config: Annotated[Path | None, typer.Option(help="YAML settings file")] = None,
 ) -> None:
     """Run the whole pipeline on a text: every sentence checked against the evidence."""
+    from middleware.composition import command_line_runner  # the app's modules, only when checking
+
     text = sys.stdin.read() if file == "-" else Path(file).read_text(encoding="utf-8")
     settings = load_settings(config)
     logging.basicConfig(level="WARNING")

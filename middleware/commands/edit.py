@@ -32,8 +32,7 @@ def edit(
     {text, edits: [{start, end, original, replacement, tag, evidence_index}], fava}."""
     from middleware.composition.editor import build_edit_pair
     from middleware.pipeline.verifiers.base import passages_from_texts
-    from middleware.training.editor_data import read_lines
-    from middleware.evaluation.editor import row_fields
+    from middleware.training.editor_data import read_lines, row_fields
     from middleware.revise.runner import revise
 
     checker, editor = build_edit_pair(load_settings(), backend, model, verifier, embed)

@@ -237,15 +237,15 @@ def calibrate_verifier(
     (never a test set) and store them in its manifest (``decision``)."""
     from middleware.composition.editor import build_eval_verifier
     from middleware.settings import load_settings
-    from middleware.evaluation import verifier as ev
     from middleware.training.calibration import calibrate_nli, tune_hybrid
+    from middleware.training.shipping import OnnxNli
     from middleware.training.verifier_data import run_dev_split
     from onnx_models.manifest import Decision, read_manifest
 
     if not data:
         raise typer.BadParameter("give the run's --data (its dev split is rebuilt from them)")
     dev = run_dev_split(model, data, synthetic, seed, dev_size)
-    probs = ev.OnnxNli(model, threads).probs([(p.premise, p.hypothesis) for p in dev])
+    probs = OnnxNli(model, threads).probs([(p.premise, p.hypothesis) for p in dev])
     calibration = calibrate_nli(dev, probs, target_precision)
     metrics = dict(calibration.metrics)
     hybrid_cuts: dict[str, float] = {}
@@ -300,7 +300,7 @@ def fit_combiner(
     leave-one-dataset-out figures beside the hand cut-offs, and store it in the manifest."""
     import asyncio
 
-    from middleware.composition.stages import build_verifier
+    from middleware.composition.backends import build_verifier
     from middleware.pipeline.verifiers import HybridVerifier
     from middleware.settings import load_settings
     from middleware.training import combiner as cb

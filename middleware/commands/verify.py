@@ -1,5 +1,5 @@
 """``factcheck verify``: claims against given evidence, JSON lines in and out (a stable
-interface). Its evaluation is ``factcheck eval-verifier`` (``middleware.commands.train``)."""
+interface). Its evaluation is ``factcheck eval-verifier`` (``middleware.evaluation.commands``)."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ _BACKEND_HELP = "verifier backend: slots, nli, hybrid or llm (default: settings 
 
 
 def _verifier(backend: str | None) -> Verifier:
-    from middleware.composition.stages import build_verifier
+    from middleware.composition.backends import build_verifier
 
     return build_verifier(load_settings(), backend)
 

@@ -1,6 +1,6 @@
 """The composition root: the one engine package that imports ``adapters/``, and the one
 assembly path. This module builds the proxy (``build_app``), its checker and its upstream;
-``pipeline`` assembles the fact-checking pipeline, ``stages`` its backends by name (verifiers,
+``pipeline`` assembles the fact-checking pipeline, ``backends`` its backends by name (verifiers,
 question generators, decontextualisers, models) and ``editor`` the editors and their gate.
 
 It builds the configured adapters (the upstream LLM client, the LLM backends' chat client, the

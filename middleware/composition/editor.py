@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
+from middleware.composition.backends import build_verifier, load_nli_scorer, with_rules
 from middleware.interfaces import ChatModel, Providers
 from middleware.pipeline.alignment import Aligner
 from middleware.pipeline.verifiers import HybridVerifier, NLIVerifier, SlotsVerifier, Verifier
@@ -89,12 +90,10 @@ def build_eval_verifier(settings: Settings, name: str = "auto", *, embed: bool =
     """The verifier of the standalone commands (``edit``, ``eval-edit``): 'auto' is hybrid
     when an NLI model is available offline, else slots. Alignment is lexical unless
     ``embed`` (then the pipeline's own builder, with the embedder, is used)."""
-    from middleware.composition import stages as pipeline
-
     if name == "auto":
         name = "hybrid" if nli_available(settings) else "slots"
     if embed:
-        return pipeline.build_verifier(settings, name)
+        return build_verifier(settings, name)
     slots = SlotsVerifier(
         Aligner(None), top_k=settings.pipeline.verify_top_k, disabled=settings.pipeline.rules.disabled_for(False)
     )
@@ -102,10 +101,10 @@ def build_eval_verifier(settings: Settings, name: str = "auto", *, embed: bool =
         return slots
     if name not in ("hybrid", "nli"):
         raise ValueError(f"unknown verifier {name!r} for this command; expected auto, slots, nli or hybrid")
-    nli = NLIVerifier(pipeline.load_nli_scorer(settings), max_windows=settings.pipeline.nli_max_windows)
+    nli = NLIVerifier(load_nli_scorer(settings), max_windows=settings.pipeline.nli_max_windows)
     if name == "nli":
         return nli
-    return pipeline.with_rules(HybridVerifier(nli, slots, learned=settings.pipeline.rules.decision == "learned"), settings)
+    return with_rules(HybridVerifier(nli, slots, learned=settings.pipeline.rules.decision == "learned"), settings)
 
 
 def build_edit_pair(

@@ -1,6 +1,6 @@
 """Assemble the proxy's default checker from settings: evidence sources, ranker, question
 generator, decontextualiser, verifier, editor and QUIP portrait. The backends themselves are
-built by name in ``middleware.composition.stages``; this module wires them together."""
+built by name in ``middleware.composition.backends``; this module wires them together."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from middleware.interfaces import Embedder, EvidenceSource, Providers
 from middleware.text.nlp import get_nlp
 from middleware.pipeline.factchecker import FactChecker, PipelineParts
 from middleware.pipeline.memory import MEMORY_WAIT_SHARE
-from middleware.composition.stages import (
+from middleware.composition.backends import (
     build_decontextualiser,
     build_question_generator,
     build_verifier,

@@ -50,7 +50,7 @@ def eval_check(
     config: Annotated[Path | None, typer.Option(help="YAML settings file")] = None,
 ) -> None:
     """Per-type precision, recall and F1 of the whole pipeline on a labelled dev set."""
-    from middleware.evaluation.checks import check_rows, score
+    from middleware.evaluation.checker import check_rows, score
 
     settings = load_settings(config)
     logging.basicConfig(level="WARNING")
@@ -202,9 +202,10 @@ def eval_verifier(
     NLI model's 3-way accuracy on its held-out dev split and CPU latency per pair."""
     import asyncio
 
-    from middleware.composition.stages import build_verifier
+    from middleware.composition.backends import build_verifier
     from middleware.evaluation import verifier as ev
     from middleware.training.claim_sets import load_fever_symmetric, load_wice
+    from middleware.training.shipping import OnnxNli
     from middleware.training.verifier_data import run_dev_split
     from onnx_models.sources import BUNDLED, BUNDLED_DIRS
 
@@ -234,7 +235,7 @@ def eval_verifier(
     results["backends"] = asyncio.run(run_backends())
     if data:
         directory = model or (BUNDLED_DIRS["nli"] if runtime.nli_model == BUNDLED else Path(runtime.nli_model))
-        scorer = ev.OnnxNli(directory, threads)
+        scorer = OnnxNli(directory, threads)
         results["max_length"] = scorer.manifest.max_length
         dev_pairs = run_dev_split(directory, data, synthetic, seed, dev_size)
         results["dev"] = ev.evaluate_dev(scorer, dev_pairs)
@@ -281,7 +282,7 @@ def eval_battery(
     not, AUC of P(attributable), contradiction precision, the word-overlap baseline beside it."""
     import asyncio
 
-    from middleware.composition.stages import build_verifier
+    from middleware.composition.backends import build_verifier
     from middleware.evaluation import battery
     from middleware.training.claim_sets import ALL_SETS, BATTERY_SETS, load_set, sample
 

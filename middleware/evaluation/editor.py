@@ -12,18 +12,7 @@ from middleware.pipeline.verifiers.base import Verifier, passages_from_texts
 from middleware.pipeline.editing import Editor
 from middleware.evaluation.edit_metrics import EditReport, EditScore, attribution, preservation
 from middleware.revise.runner import revise
-
-
-def row_fields(row: Mapping[str, Any]) -> tuple[str, list[str], str | None]:
-    """(text, evidence texts, context) of an input line; raises on a malformed one."""
-    text = row.get("text")
-    if not isinstance(text, str):
-        raise ValueError(f"a line needs a 'text' string: {dict(row)!r:.200}")
-    evidence = row.get("evidence") or []
-    if not isinstance(evidence, list) or not all(isinstance(e, str) for e in evidence):
-        raise ValueError("'evidence' must be a list of strings")
-    context = row.get("context")
-    return text, evidence, context if isinstance(context, str) and context.strip() else None
+from middleware.training.editor_data import row_fields
 
 
 async def evaluate(rows: Iterable[Mapping[str, Any]], verifier: Verifier, editor: Editor) -> EditReport:

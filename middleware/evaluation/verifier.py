@@ -1,5 +1,4 @@
-"""Evaluation of a verifier, one module behind ``factcheck eval-verifier`` (and the dev
-metrics of training and calibration):
+"""Evaluation of a verifier, behind ``factcheck eval-verifier``:
 
 - a verifier backend (slots, nli, hybrid, llm) on public claim/evidence sets (WiCE,
   FEVER-Symmetric) through the product's own ``Verifier`` interface, so the evidence is
@@ -20,20 +19,16 @@ import statistics
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING
 
-import numpy as np
 
 from middleware.training.claim_sets import Example
 from middleware.training.metrics import balanced_accuracy, dev_metrics
+from middleware.training.shipping import OnnxNli
 from middleware.training.verifier_data import Pair
-from middleware.types import NLI_HEAD_LABELS
 
 if TYPE_CHECKING:
     from middleware.pipeline.verifiers import Verifier
-
-
 
 
 # --- a verifier backend on claim/evidence sets ----------------------------------------------
@@ -96,23 +91,6 @@ async def evaluate(verifier: Verifier, examples: list[Example], dataset: str, co
 
 
 # --- an exported NLI model on its training run's dev split -----------------------------------
-
-
-class OnnxNli:
-    """An exported NLI model through the runtime's pair scorer, scored synchronously;
-    ``probs`` returns probabilities in ``NLI_HEAD_LABELS`` order whatever the export's column order."""
-
-    def __init__(self, directory: Path, threads: int = 2) -> None:
-        from middleware.runtime.loading import load_pair_scorer
-        from middleware.settings import RuntimeSettings
-
-        settings = RuntimeSettings(provider="cpu", intra_op_threads=threads)
-        self.scorer = load_pair_scorer(str(directory), "nli", settings)
-        self.manifest = self.scorer.manifest
-        self.columns = [self.scorer.labels.index(name) for name in NLI_HEAD_LABELS]
-
-    def probs(self, pairs: Sequence[tuple[str, str]], batch_size: int = 32) -> np.ndarray:
-        return self.scorer.score_sync(list(pairs), batch_size)[:, self.columns]
 
 
 def evaluate_dev(model: OnnxNli, pairs: Sequence[Pair]) -> dict[str, float]:

@@ -1,6 +1,6 @@
 """The Responses API's wire models as the proxy reads and writes them. Only the request fields
 the proxy uses are validated; the rest is forwarded unchanged. Errors are the OpenAI error
-format (``middleware.chat.protocol.ErrorBody``) over HTTP, an ``error`` event in a stream."""
+format (``middleware.errors.ErrorBody``) over HTTP, an ``error`` event in a stream."""
 
 from __future__ import annotations
 

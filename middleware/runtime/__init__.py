@@ -2,8 +2,8 @@
 one micro-batcher per model shared by every stream. Importing it loads no torch.
 
 The names below are imported when first used (PEP 562), not with the package: a process that
-imports one of its modules without the models (``runtime.commands`` for the command line)
-does not load onnxruntime and the tokenizers with it."""
+imports one of its modules without the models (``runtime.resolve``, say, for the command
+line) does not load onnxruntime and the tokenizers with it."""
 
 from __future__ import annotations
 

@@ -17,9 +17,10 @@ from __future__ import annotations
 import json
 import random
 import re
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 from spacy.tokens import Doc, Span
 
@@ -178,6 +179,18 @@ def write_instances(instances: Iterable[EditInstance], out: Path) -> int:
             fh.write(instance.to_json() + "\n")
             count += 1
     return count
+
+
+def row_fields(row: Mapping[str, Any]) -> tuple[str, list[str], str | None]:
+    """(text, evidence texts, context) of an input line; raises on a malformed one."""
+    text = row.get("text")
+    if not isinstance(text, str):
+        raise ValueError(f"a line needs a 'text' string: {dict(row)!r:.200}")
+    evidence = row.get("evidence") or []
+    if not isinstance(evidence, list) or not all(isinstance(e, str) for e in evidence):
+        raise ValueError("'evidence' must be a list of strings")
+    context = row.get("context")
+    return text, evidence, context if isinstance(context, str) and context.strip() else None
 
 
 def read_lines(path: Path | str) -> Iterator[dict]:

@@ -137,3 +137,9 @@ async def test_the_pipeline_in_a_worker_reports_what_it_reports_in_process(tmp_p
         assert all(label != "unverified" for label, _ in answers[0][0])
     finally:
         await pool.close()
+
+
+def test_a_builder_that_cannot_be_sent_by_name_is_refused_before_any_worker_starts() -> None:
+    settings = load_settings(**{"check.checker": "none", "check.workers": 1})
+    with pytest.raises(ValueError, match="module-level function"):
+        WorkerPool(settings, lambda s: build_checker(s))

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from middleware.composition import build_checker
-from middleware.composition.stages import BackendUnavailable
+from middleware.composition.backends import BackendUnavailable
 from middleware.runtime import load_embedder, load_seq2seq
 from middleware.checkers.tier_guard import TierGuardedChecker
 from middleware.runtime.ray_client import TierUnavailable, decode_rows, encode_rows

@@ -8,7 +8,7 @@ import math
 import pytest
 
 from middleware.pipeline.alignment import Aligner
-from middleware.composition.stages import build_verifier
+from middleware.composition.backends import build_verifier
 from middleware.pipeline.verifiers import HybridVerifier, NLIVerifier, SlotsVerifier, passages_from_texts
 from middleware.pipeline.verifiers.combiner import Combiner
 from middleware.pipeline.verifiers.features import FEATURES
@@ -123,7 +123,7 @@ def test_the_pruned_rules_are_off_by_default_only_under_the_learned_decision(mon
     settings = load_settings()
     learned = build_verifier(settings, "hybrid", embedder=HashingEmbedder(), scorer=RulePairScorer(lambda p, h: [0.3, 0.4, 0.3]))
     assert isinstance(learned, HybridVerifier)
-    from middleware.composition.stages import with_rules
+    from middleware.composition.backends import with_rules
 
     learned.combiner = combiner
     assert with_rules(learned, settings).slots.disabled == frozenset(PRUNED_RULES)

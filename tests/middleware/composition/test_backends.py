@@ -1,4 +1,4 @@
-"""The pipeline's backends built by name (``middleware.composition.stages``): the NLI verifier and the
+"""The pipeline's backends built by name (``middleware.composition.backends``): the NLI verifier and the
 seq2seq question generator on real (tiny, random) ONNX exports served by the runtime (label order
 from the manifest, windows in one batch, greedy decoding), and the fallbacks and errors when a
 backend's model is missing."""
@@ -14,7 +14,7 @@ import pytest
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
-from middleware.composition.stages import BackendUnavailable, build_question_generator, build_verifier  # noqa: E402
+from middleware.composition.backends import BackendUnavailable, build_question_generator, build_verifier  # noqa: E402
 from middleware.pipeline.verifiers import NLIVerifier, Verifier, passages_from_texts  # noqa: E402
 from middleware.runtime import clear_models, load_pair_scorer  # noqa: E402
 from middleware.settings import RuntimeSettings, load_settings  # noqa: E402

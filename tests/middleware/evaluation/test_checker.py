@@ -15,7 +15,7 @@ import pytest
 
 from middleware.evidence.index import ensure_demo_index
 from middleware.composition.pipeline import build_pipeline_checker
-from middleware.evaluation.checks import check_rows, score
+from middleware.evaluation.checker import check_rows, score
 from middleware.settings import load_settings
 from tests.support.paths import TEST_DATA
 
