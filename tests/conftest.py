@@ -1,10 +1,13 @@
 """Shared fixtures: the scripted demo upstream and the proxy, both on loopback; spaCy loaded
-before a module's tests (``pytestmark = pytest.mark.usefixtures("warm_spacy")``)."""
+before a module's tests (``pytestmark = pytest.mark.usefixtures("warm_spacy")``); tiny random
+checkpoints and their ONNX exports, built once per session on first request (they need the
+train extra: torch, transformers; helpers in tests/support/tiny_exports.py)."""
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 from aiohttp import web
@@ -54,3 +57,55 @@ def warm_spacy() -> None:
     from middleware.pipeline.slots import analyse
 
     analyse("Warm up the parser.")
+
+
+# ------------------------------------------------------------------ tiny checkpoints and exports
+
+
+@pytest.fixture(scope="session")
+def checkpoints(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """Tiny random BERT checkpoints (embed, nli, rerank) and a tiny T5 (seq2seq), built offline."""
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    from tests.support.tiny_exports import HEAD_LABELS, WORDS
+    from tests.support.tiny_models import save_bert_tokenizer, save_t5_tokenizer, tiny_bert_config
+
+    root = tmp_path_factory.mktemp("ckpt")
+    torch.manual_seed(0)
+    paths = {name: root / name for name in ("embed", "nli", "rerank", "seq2seq")}
+    transformers.BertModel(tiny_bert_config()).save_pretrained(str(paths["embed"]))
+    nli_config = tiny_bert_config(num_labels=3, id2label=dict(enumerate(HEAD_LABELS)))
+    transformers.BertForSequenceClassification(nli_config).save_pretrained(str(paths["nli"]))
+    transformers.BertForSequenceClassification(tiny_bert_config(num_labels=1)).save_pretrained(str(paths["rerank"]))
+    for name in ("embed", "nli", "rerank"):
+        save_bert_tokenizer(paths[name])
+    vocab = save_t5_tokenizer(paths["seq2seq"], WORDS)
+    t5 = transformers.T5Config(
+        vocab_size=vocab, d_model=32, d_kv=8, d_ff=64, num_layers=2, num_decoder_layers=2, num_heads=4,
+        decoder_start_token_id=0, pad_token_id=0, eos_token_id=1, initializer_factor=2.0,  # varied outputs
+    )
+    transformers.T5ForConditionalGeneration(t5).save_pretrained(str(paths["seq2seq"]))
+    return paths
+
+
+@pytest.fixture(scope="session")
+def exports(checkpoints: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """fp32 exports of each checkpoint; int8 straight from the checkpoint for nli and seq2seq,
+    and from the fp32 export (no re-export) for embed and rerank."""
+    from onnx_models.export import export_model
+
+    root = tmp_path_factory.mktemp("onnx")
+    out = {}
+    for task, path in checkpoints.items():
+        out[f"{task}-fp32"] = export_model(path, task, root / f"{task}-fp32", max_length=64)
+        source = path if task in ("nli", "seq2seq") else out[f"{task}-fp32"]
+        out[f"{task}-int8"] = export_model(source, task, root / f"{task}-int8", quantize="int8", max_length=64)
+    return out
+
+
+@pytest.fixture(scope="session")
+def t5(checkpoints: dict[str, Path]) -> object:
+    """The PyTorch model of ``checkpoints["seq2seq"]``, in eval mode."""
+    transformers = pytest.importorskip("transformers")
+
+    return transformers.T5ForConditionalGeneration.from_pretrained(str(checkpoints["seq2seq"])).eval()

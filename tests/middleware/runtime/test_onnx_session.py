@@ -1,4 +1,5 @@
-"""Sessions: provider choice, the CUDA error, the shared registry, the IO-binding path."""
+"""Sessions: provider choice, the CUDA error, the shared registry, the IO-binding path, and the
+raw logits of a tiny random int8 export keeping the fp32 export's argmax."""
 
 from __future__ import annotations
 
@@ -20,6 +21,8 @@ from middleware.runtime.onnx_session import (
     get_session,
 )
 from middleware.settings import RuntimeSettings
+from tests.support.tiny_exports import _raw_logits, random_pairs
+
 
 HAS_CUDA = CUDA in ort.get_available_providers()
 
@@ -93,3 +96,10 @@ def test_a_session_loaded_at_a_precision_is_not_shared_with_one_loaded_as_stored
     assert plain.precision == "as stored" and chosen.precision == "int8" and chosen is not plain
     assert get_session(linear_model, settings, GraphChoice(linear_model, "int8", "int8"), [CPU]) is chosen
     clear_sessions()
+
+
+def test_int8_keeps_the_argmax(exports: dict[str, Path]) -> None:
+    pairs = random_pairs(200, seed=3)
+    fp32, int8 = _raw_logits(exports["nli-fp32"], pairs), _raw_logits(exports["nli-int8"], pairs)
+    agreement = float((fp32.argmax(1) == int8.argmax(1)).mean())
+    assert agreement >= 0.95, agreement

@@ -1,17 +1,22 @@
 """Which graph a model loads by device and ``runtime.precision``, and the batch limits by
-device: pure selection logic, testable without a GPU."""
+device: pure selection logic, testable without a GPU; then the weight-only int8 copy a GPU
+loads, computing on the CPU at fp32 and fp16 (a tiny random export, and the bundled verifier)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 
+from middleware.runtime import OnnxPairScorer
 from middleware.runtime.encoder import batch_limits
 from middleware.runtime.precision import GPU_DEFAULT, Int8OnCuda, choose_graph, stored_graphs
 from middleware.runtime.resolve import default_quantization
 from middleware.settings import RuntimeSettings
-from onnx_models.manifest import Manifest
+from onnx_models.manifest import Manifest, read_manifest
+from tests.support.tiny_exports import random_pairs
+
 
 ROOT = Path("/models/verifier")
 
@@ -88,3 +93,42 @@ def test_exports_for_floating_point_precisions_are_not_quantised() -> None:
     assert default_quantization("nli", cpu) == "int8"
     assert default_quantization("embed", cpu.model_copy(update={"precision": "fp32"})) == "none"
     assert default_quantization("nli", cpu.model_copy(update={"precision": "fp16"})) == "none"
+
+
+@pytest.mark.parametrize("precision", ["fp32", "fp16"])
+async def test_the_weight_only_copy_computes_like_the_fp32_export(exports: dict[str, Path], precision: str) -> None:
+    """What a GPU would load (weights folded from int8, fp16 if asked) scores as the fp32 export
+    does, closer than dynamic int8 does, and a pair's scores do not depend on its batch."""
+    pairs = random_pairs(40, seed=21)
+    reference = OnnxPairScorer(exports["nli-fp32"], RuntimeSettings(provider="cpu"), "nli").score_sync(pairs)
+    settings = RuntimeSettings(provider="cpu", precision=precision)
+    scorer = OnnxPairScorer(exports["nli-int8"], settings, "nli")
+    assert scorer.session.path.name == "model.weights-int8.onnx" and scorer.session.precision == precision
+    assert not scorer.per_sequence
+    folded = scorer.score_sync(pairs)
+    dynamic = OnnxPairScorer(exports["nli-int8"], RuntimeSettings(provider="cpu"), "nli").score_sync(pairs)
+    assert np.abs(folded - reference).max() < 0.02
+    assert np.abs(folded - reference).mean() <= np.abs(dynamic - reference).mean()
+    alone = np.stack([scorer.score_sync([pair], 1)[0] for pair in pairs[:6]])
+    assert np.abs(alone - folded[:6]).max() < (1e-4 if precision == "fp32" else 2e-3)
+    await scorer.aclose()
+
+
+def test_the_bundled_verifier_loads_at_each_precision() -> None:
+    """The shipped export: int8 on the CPU by default; the weight-only copy a GPU loads gives
+    the same decisions at fp32 and fp16 (checked here on the CPU)."""
+    from middleware.runtime.precision import choose_graph
+    from onnx_models.sources import bundled_export
+
+    directory = bundled_export("bundled", "nli")
+    assert directory is not None
+    manifest = read_manifest(directory)
+    assert choose_graph(directory, manifest, "model", "cpu", "auto").path.name == "model.onnx"
+    assert choose_graph(directory, manifest, "model", "cuda", "auto").path.name == "model.weights-int8.onnx"
+    pairs = [("The tower was completed in 1889 for the World's Fair.", "The tower was completed in 1889."),
+             ("The tower was completed in 1889 for the World's Fair.", "The tower was completed in 1901."),
+             ("Marie Curie was born in Warsaw.", "Marie Curie was born in Paris.")]
+    fp32 = OnnxPairScorer(directory, RuntimeSettings(provider="cpu", precision="fp32"), "nli").score_sync(pairs)
+    fp16 = OnnxPairScorer(directory, RuntimeSettings(provider="cpu", precision="fp16"), "nli").score_sync(pairs)
+    assert np.abs(fp32 - fp16).max() < 0.01
+    assert list(fp32.argmax(1)) == [0, 2, 2]

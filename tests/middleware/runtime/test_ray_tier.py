@@ -46,7 +46,7 @@ def tiny_exports(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     torch = pytest.importorskip("torch")
     transformers = pytest.importorskip("transformers")
     from onnx_models.export import export_model
-    from tests.middleware.runtime.test_models import WORDS
+    from tests.support.tiny_exports import WORDS
     from tests.support.tiny_models import save_bert_tokenizer, save_t5_tokenizer, tiny_bert_config
 
     root = tmp_path_factory.mktemp("tiny")
