@@ -48,7 +48,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Annotated, Any
@@ -491,7 +491,7 @@ class Pool:
     """Each round's TTFT p99, in seconds (None: no stream of the round had a first token)."""
 
     def add(self, run: LoadRun) -> None:
-        ttfts = [r.ttft for r in run.results if r.error is None and r.ttft is not None]
+        ttfts = first_token_times(run.results)
         self.round_ttft_p99.append(_pct(ttfts, 0.99) if ttfts else None)
         self.results += run.results
         self.elapsed += run.elapsed
@@ -504,12 +504,17 @@ class Pool:
             self.main_wait_s = (self.main_wait_s or 0.0) + run.main_wait_s
 
 
+def first_token_times(results: Iterable[StreamResult]) -> list[float]:
+    """Seconds to the first token of each stream of ``results`` that had one and no error."""
+    return [r.ttft for r in results if r.error is None and r.ttft is not None]
+
+
 def summarise(target: str, mode: str, streams: int, pool: Pool) -> RunSummary:
     results = pool.results
     ok = [r for r in results if r.error is None]
-    ttfts = [r.ttft for r in ok if r.ttft is not None]
-    burst = [r.ttft for r in ok if r.ttft is not None and r.first]
-    after = [r.ttft for r in ok if r.ttft is not None and not r.first]
+    ttfts = first_token_times(ok)
+    burst = first_token_times(r for r in ok if r.first)
+    after = first_token_times(r for r in ok if not r.first)
     gaps = [g for r in ok for g in r.gaps]
     reports = [x for r in ok for x in r.report_latencies]
     errors = [r.error for r in results if r.error is not None]

@@ -250,9 +250,8 @@ def calibrate_verifier(
     metrics = dict(calibration.metrics)
     hybrid_cuts: dict[str, float] = {}
     if hybrid_pairs:
-        settings = load_settings()
-        runtime = settings.runtime.model_copy(update={"nli_model": str(model), "intra_op_threads": threads})
-        hybrid = build_eval_verifier(settings.model_copy(update={"runtime": runtime}), "hybrid")
+        settings = load_settings(**{"runtime.nli_model": str(model), "runtime.intra_op_threads": threads})
+        hybrid = build_eval_verifier(settings, "hybrid")
         hybrid.nli.entail_threshold = calibration.entailment
         hybrid.nli.contradiction_threshold = calibration.contradiction
         tuned = tune_hybrid(dev, hybrid, hybrid_pairs)
@@ -309,9 +308,8 @@ def fit_combiner(
     if reuse:
         rows = cb.read_rows(rows_file)
     else:
-        settings = load_settings()
-        runtime = settings.runtime.model_copy(update={"intra_op_threads": threads, "nli_model": str(model)})
-        verifier = build_verifier(settings.model_copy(update={"runtime": runtime}), "hybrid")
+        settings = load_settings(**{"runtime.intra_op_threads": threads, "runtime.nli_model": str(model)})
+        verifier = build_verifier(settings, "hybrid")
         if not isinstance(verifier, HybridVerifier):
             raise typer.BadParameter(f"the NLI model {model} cannot be loaded: no hybrid verifier to fit")
         items = cb.battery_items(data_root, per_set) + cb.nli_dev_items(data_root, model)

@@ -216,12 +216,9 @@ def eval_verifier(
         sets.append(("fever_symmetric", load_fever_symmetric(fever_symmetric)[:limit]))
     if not sets and not data:
         raise typer.BadParameter("give --wice and/or --fever-symmetric, or the run's --data")
-    settings = load_settings()
-    runtime = settings.runtime.model_copy(
-        update={"intra_op_threads": threads} | ({"nli_model": str(model)} if model is not None else {})
-    )
-    settings = settings.model_copy(update={"runtime": runtime})
-    results: dict = {"model": runtime.nli_model}
+    settings = load_settings(**{"runtime.intra_op_threads": threads,
+                                "runtime.nli_model": str(model) if model is not None else None})
+    results: dict = {"model": settings.runtime.nli_model}
 
     async def run_backends() -> dict:
         scores: dict = {}
@@ -234,7 +231,8 @@ def eval_verifier(
 
     results["backends"] = asyncio.run(run_backends())
     if data:
-        directory = model or (BUNDLED_DIRS["nli"] if runtime.nli_model == BUNDLED else Path(runtime.nli_model))
+        nli_model = settings.runtime.nli_model
+        directory = model or (BUNDLED_DIRS["nli"] if nli_model == BUNDLED else Path(nli_model))
         scorer = OnnxNli(directory, threads)
         results["max_length"] = scorer.manifest.max_length
         dev_pairs = run_dev_split(directory, data, synthetic, seed, dev_size)
@@ -297,9 +295,7 @@ def eval_battery(
         typer.echo(json.dumps(results, indent=2) if json_out else battery_e2e.render(results))
         return
     names = sets or list(ALL_SETS)
-    settings = load_settings()
-    runtime = settings.runtime.model_copy(update={"intra_op_threads": threads})
-    verifier = build_verifier(settings.model_copy(update={"runtime": runtime}), backend)
+    verifier = build_verifier(load_settings(**{"runtime.intra_op_threads": threads}), backend)
     samples = {
         name: sample(load_set(data_root, name), split if name in BATTERY_SETS else "test", limit or None, seed)
         for name in names

@@ -50,7 +50,8 @@ def create_app(
     register_settings(settings)
     app = web.Application(
         client_max_size=settings.server.max_body_bytes,
-        middlewares=[_count_middleware, _messages_error_format, _error_middleware, _auth_middleware(settings, _OPEN_PATHS | open_paths),
+        middlewares=[_count_middleware, _messages_error_format, _error_middleware,
+                     _auth_middleware(settings, _OPEN_PATHS | open_paths),
                      _stream_limit_middleware],
     )
     app[LIMITER_KEY] = make_limiter(settings)

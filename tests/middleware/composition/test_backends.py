@@ -46,7 +46,9 @@ def _tiny_t5(directory: Path) -> None:
 
 
 @pytest.fixture(scope="module")
-def exports(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+def shuffled_exports(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """A tiny NLI export whose labels are not in the product's order, and a tiny T5 (not the
+    session's ``exports``: the label order is the point here)."""
     root = tmp_path_factory.mktemp("pipeline-models")
     torch.manual_seed(0)
     _tiny_bert_nli(root / "nli-ckpt")
@@ -63,8 +65,8 @@ def runtime(tmp_path: Path) -> RuntimeSettings:
     return RuntimeSettings(provider="cpu", models_dir=tmp_path / "cache", max_batch=8, max_wait_ms=1.0)
 
 
-async def test_nli_verifier_on_an_exported_model(exports: dict[str, Path], runtime: RuntimeSettings) -> None:
-    scorer = load_pair_scorer(str(exports["nli"]), "nli", runtime)
+async def test_nli_verifier_on_an_exported_model(shuffled_exports: dict[str, Path], runtime: RuntimeSettings) -> None:
+    scorer = load_pair_scorer(str(shuffled_exports["nli"]), "nli", runtime)
     assert scorer.labels == LABELS
     evidence = ["Marie Curie was born in Warsaw in 1867.", "The tower is 330 metres tall. " * 6]
     verifier = NLIVerifier(scorer)
@@ -80,13 +82,13 @@ async def test_nli_verifier_on_an_exported_model(exports: dict[str, Path], runti
 
 
 async def test_factory_builds_hybrid_and_seq2seq_from_settings(
-    exports: dict[str, Path], runtime: RuntimeSettings
+    shuffled_exports: dict[str, Path], runtime: RuntimeSettings
 ) -> None:
     settings = load_settings(
-        **{"runtime.nli_model": str(exports["nli"]), "pipeline.seq2seq_model": str(exports["seq2seq"])}
+        **{"runtime.nli_model": str(shuffled_exports["nli"]), "pipeline.seq2seq_model": str(shuffled_exports["seq2seq"])}
     )
     settings = settings.model_copy(
-        update={"runtime": runtime.model_copy(update={"nli_model": str(exports["nli"])})}
+        update={"runtime": runtime.model_copy(update={"nli_model": str(shuffled_exports["nli"])})}
     )
     verifier = build_verifier(settings, "hybrid", embedder=HashingEmbedder())
     assert verifier.name == "hybrid"
