@@ -233,6 +233,12 @@ class EvidenceSettings(BaseModel):
     context_policy: Literal["only", "first", "among"] = Field(
         "among", description="request context as the only source, searched first, or one among the others"
     )
+    context_whole_chars: int = Field(
+        20_000, ge=0,
+        description="a request context (its documents and context messages) up to this many characters is read whole "
+        "for every claim, beside what the other sources find; a larger one is searched per question like any source "
+        "(0: always searched). Costs NLI pairs: about one per 1,000 characters of context per claim",
+    )
     top_k: int = Field(5, description="candidates per query per source")
     top_j: int = Field(1, description="passages kept per question after ranking (RARR: 1)")
     passage_sentences: int = Field(4, description="sentences per index passage (RARR's window: 4)")

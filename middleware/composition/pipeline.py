@@ -57,6 +57,7 @@ def build_pipeline_checker(settings: Settings, providers: Providers = Providers(
         top_j=settings.evidence.top_j,
         report_size=settings.pipeline.report_max_snippets,
         context_policy=settings.evidence.context_policy,
+        context_whole_chars=settings.evidence.context_whole_chars,
         memory_margin=settings.pipeline.memory_margin,
         memory_wait_s=MEMORY_WAIT_SHARE * settings.check.sentence_budget_s,
     )

@@ -1,12 +1,23 @@
 """``factcheck eval-battery --e2e``: whole third-party answers streamed through the proxy.
 
-LFQA-Verification and ExpertQA answers (their ``test`` rows, sentences joined in order) are
-said by the demo LLM (``factcheck serve --demo-upstream``, told the answer through its
-``mock`` field), with the documents the annotators judged against as the request's context
-(``context_policy: only``). The proxy segments, checks and reports as for any user; each
-gold sentence is scored by the reports that overlap it: flagged (extrapolatory or
-contradictory; a skipped or unverified sentence is shown unflagged) against gold unsupported, contradictions, true sentences flagged, and every
-change correct mode makes, with the evidence sentence it came from.
+Three sets of answers people judged sentence by sentence (or word by word) against the
+documents the answer was written from:
+
+- LFQA-Verification and ExpertQA (``dev-battery/``): an answer's sentences joined in order,
+  each sentence's gold label as given;
+- RAGTruth (``ragtruth/``): LLM answers to QA, summarisation and data-to-text prompts with
+  word-level spans. The answer is cut into sentences by the proxy's own segmenter; a
+  sentence overlapping a ``conflict`` span is gold ``contradictory``, else one overlapping a
+  ``baseless`` span ``extrapolatory`` (``implicit_true`` spans too: true in the world, not
+  grounded in the context), else ``attributable``.
+
+Each answer is said by the demo LLM (``factcheck serve --demo-upstream``, told the answer
+through its ``mock`` field), with the documents as the request's context
+(``context_policy: only``). The proxy segments, checks and reports as for any user; each gold
+sentence is scored by the reports that overlap it. Flagged = extrapolatory or contradictory (a
+sentence skipped as not check-worthy, or left unverified, is shown unflagged, as the user sees
+it). Beside every end-to-end figure, the verifier alone on the same gold sentences with every
+document of the answer as evidence: the loss between the two is the pipeline's.
 """
 
 from __future__ import annotations
@@ -19,43 +30,66 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from middleware.training.claim_sets import Item, load_set
+from middleware.training.claim_sets import Item, load_set, read_jsonl
 from middleware.training.metrics import balanced_accuracy
 
-E2E_SETS = ("lfqa_verification", "expertqa")
+BATTERY_E2E_SETS = ("lfqa_verification", "expertqa")
+RAGTRUTH = "ragtruth"
+E2E_SETS = (*BATTERY_E2E_SETS, RAGTRUTH)
+DEFAULT_ANSWERS = {"lfqa_verification": 30, "expertqa": 30, RAGTRUTH: 0}
+"""Answers streamed per set unless ``--e2e-answers`` says (a seeded sample; 0: all)."""
 FLAGS = frozenset({"extrapolatory", "contradictory"})
 """The verdicts a user sees as a flag: not supported, or contradicted."""
 CHECKED = FLAGS | {"attributable"}
+RAGTRUTH_ASKS = {
+    "Summary": "Summarize the following news.",
+    "Data2txt": "Write an objective overview about the following local business based only on the provided "
+    "structured data.",
+}
+"""The request a RAGTruth answer replies to, where the row has no question of its own (the
+source's text goes as context, as RAGTruth's prompts put it)."""
 
 
 @dataclass
 class Answer:
-    """One answer of the battery: its sentences in order with their gold labels."""
+    """One answer: its text, its gold sentences (spans of the text) and their labels."""
 
     id: str
     dataset: str
     question: str
-    sentences: list[str]
+    text: str
+    units: list[tuple[int, int]]
     gold: list[str]
     documents: list[str]
+    task: str = ""
+    hallucinated: bool | None = None
+    """Response-level gold where the set gives it (RAGTruth: any span); else any unsupported sentence."""
 
     @property
-    def text(self) -> str:
-        return " ".join(s.strip() for s in self.sentences)
+    def sentences(self) -> list[str]:
+        return [self.text[s:e] for s, e in self.units]
 
-    def spans(self) -> list[tuple[int, int]]:
-        out, at = [], 0
-        for sentence in self.sentences:
-            out.append((at, at + len(sentence.strip())))
+    @property
+    def flawed(self) -> bool:
+        return self.hallucinated if self.hallucinated is not None else any(g != "attributable" for g in self.gold)
+
+    @classmethod
+    def joined(cls, id: str, dataset: str, question: str, sentences: Sequence[str], gold: Sequence[str],
+               documents: Sequence[str]) -> Answer:
+        """An answer given as its sentences: joined by one space, each sentence a unit."""
+        units, at = [], 0
+        for sentence in sentences:
+            units.append((at, at + len(sentence.strip())))
             at += len(sentence.strip()) + 1
-        return out
+        text = " ".join(s.strip() for s in sentences)
+        return cls(id, dataset, question, text, units, list(gold), list(documents))
 
 
 def _answer_key(item: Item) -> tuple[str, int]:
@@ -64,23 +98,63 @@ def _answer_key(item: Item) -> tuple[str, int]:
     return head, int(tail.lstrip("sc"))
 
 
-def answers(data_root: Path, dataset: str, limit: int, seed: int = 13) -> list[Answer]:
-    """The ``test`` answers of one set, a seeded sample of ``limit``."""
+def battery_answers(data_root: Path, dataset: str, split: str = "test") -> list[Answer]:
+    """The answers of one battery set (LFQA-Verification, ExpertQA), rebuilt from its rows."""
     grouped: dict[str, list[tuple[int, Item]]] = {}
     for item in load_set(data_root, dataset):
-        if item.split == "test":
+        if item.split == split:
             key, position = _answer_key(item)
             grouped.setdefault(key, []).append((position, item))
     out = []
     for key, rows in sorted(grouped.items()):
         rows.sort(key=lambda r: r[0])
         documents = list(dict.fromkeys(e for _, item in rows for e in item.evidence))
-        out.append(
-            Answer(
-                key, dataset, rows[0][1].context or "", [i.claim for _, i in rows],
-                [i.gold for _, i in rows], documents,
-            )  # fmt: skip
-        )
+        out.append(Answer.joined(key, dataset, rows[0][1].context or "", [i.claim for _, i in rows],
+                                 [i.gold for _, i in rows], documents))  # fmt: skip
+    return out
+
+
+def gold_label(start: int, end: int, spans: Sequence[Mapping[str, Any]]) -> str:
+    """RAGTruth's reading of one sentence: contradictory where it overlaps a ``conflict``
+    span, else extrapolatory where it overlaps a ``baseless`` one, else attributable."""
+    kinds = {s["kind"] for s in spans if s["start"] < end and start < s["end"]}
+    return "contradictory" if "conflict" in kinds else "extrapolatory" if "baseless" in kinds else "attributable"
+
+
+def sentence_units(text: str) -> list[tuple[int, int]]:
+    """The sentences of ``text`` as the proxy's segmenter cuts them, trimmed of white space."""
+    from middleware.text.answer_segmenter import segment_text
+    from middleware.types import SegmentKind
+
+    units = []
+    for segment in segment_text(text):
+        if segment.kind is not SegmentKind.SENTENCE or not segment.text.strip():
+            continue
+        lead = len(segment.text) - len(segment.text.lstrip())
+        units.append((segment.start + lead, segment.start + len(segment.text.rstrip())))
+    return units
+
+
+def ragtruth_answers(data_root: Path, split: str = "test") -> list[Answer]:
+    """The RAGTruth answers of one split (``ragtruth/ragtruth.jsonl``, split by source)."""
+    out = []
+    for row in read_jsonl(data_root / "ragtruth" / "ragtruth.jsonl"):
+        if row["split"] != split:
+            continue
+        text = row["response"]
+        units = sentence_units(text)
+        question = row.get("question") or RAGTRUTH_ASKS.get(row["task_type"], "Answer from the documents.")
+        out.append(Answer(
+            row["id"], RAGTRUTH, question, text, units, [gold_label(s, e, row["spans"]) for s, e in units],
+            list(row["context"]), task=row["task_type"], hallucinated=bool(row["spans"]),
+        ))  # fmt: skip
+    return out
+
+
+def answers(data_root: Path, dataset: str, limit: int | None = None, seed: int = 13, split: str = "test") -> list[Answer]:
+    """The ``split`` answers of one set, a seeded sample of ``limit`` (None: the set's default; 0: all)."""
+    out = ragtruth_answers(data_root, split) if dataset == RAGTRUTH else battery_answers(data_root, dataset, split)
+    limit = DEFAULT_ANSWERS[dataset] if limit is None else limit
     if limit and len(out) > limit:
         out = [out[i] for i in sorted(random.Random(seed).sample(range(len(out)), limit))]
     return out
@@ -102,7 +176,7 @@ async def stream_answer(session: Any, base_url: str, answer: Answer, mode: str) 
     body = {
         "model": "factcheck-demo", "stream": True,
         "messages": [{"role": "user", "content": answer.question or "Answer the question."}],
-        "mock": {"text": answer.text},
+        "mock": {"text": answer.text, "token_rate": 0},  # at once: what is measured is the verdicts
         "factcheck": {"mode": mode, "context": answer.documents, "context_policy": "only"},
     }  # fmt: skip
     out = Streamed(answer, mode)
@@ -128,6 +202,8 @@ async def stream_answer(session: Any, base_url: str, answer: Answer, mode: str) 
 def _gold_sentence(spans: Sequence[tuple[int, int]], report: dict[str, Any]) -> int | None:
     """The gold sentence a report overlaps most (by offsets in the message: the proxy's
     segmenter may cut differently), or None where it overlaps none."""
+    if not spans:
+        return None
     overlaps = [min(e, report["end"]) - max(s, report["start"]) for s, e in spans]
     best = int(np.argmax(overlaps))
     return best if overlaps[best] > 0 else None
@@ -135,22 +211,38 @@ def _gold_sentence(spans: Sequence[tuple[int, int]], report: dict[str, Any]) -> 
 
 def sentence_outcomes(streamed: Streamed) -> list[dict[str, Any]]:
     """Each gold sentence with the labels of the reports overlapping it."""
-    spans = streamed.answer.spans()
-    out = [{"gold": g, "labels": [], "sentence": s} for g, s in zip(streamed.answer.gold, streamed.answer.sentences, strict=True)]
+    answer = streamed.answer
+    out: list[dict[str, Any]] = [
+        {"gold": g, "labels": [], "reasons": [], "sentence": s} for g, s in zip(answer.gold, answer.sentences, strict=True)
+    ]
     for report in streamed.reports:
-        if (index := _gold_sentence(spans, report)) is not None:
+        if (index := _gold_sentence(answer.units, report)) is not None:
             out[index]["labels"].append(report["verdict"]["label"])
+            out[index]["reasons"].append(report["verdict"].get("reason"))
     return out
+
+
+def dump(streamed: Mapping[tuple[str, str], Sequence[Streamed]], alone: Mapping[str, Mapping[str, Sequence[str]]],
+         path: Path) -> None:
+    """Every gold sentence of every answer and mode as a JSON line: the reports' labels and
+    reasons, and the verifier alone's label (for reading where the points go)."""
+    with path.open("w", encoding="utf-8") as out:
+        for (dataset, mode), results in streamed.items():
+            for r in results:
+                labels = alone.get(dataset, {}).get(r.answer.id)
+                for i, outcome in enumerate(sentence_outcomes(r)):
+                    row = {"dataset": dataset, "task": r.answer.task, "mode": mode, "answer": r.answer.id,
+                           "alone": labels[i] if labels else None} | outcome  # fmt: skip
+                    out.write(json.dumps(row, ensure_ascii=False) + "\n")
 
 
 def changes(streamed: Streamed) -> list[dict[str, Any]]:
     """Every change correct mode applied: the sentence, the suggestion, the evidence sentence."""
     out = []
-    spans = streamed.answer.spans()
     for report in streamed.reports:
         revision = report.get("revision") or {}
         if revision.get("status") == "applied":
-            index = _gold_sentence(spans, report)
+            index = _gold_sentence(streamed.answer.units, report)
             gold = streamed.answer.gold[index] if index is not None else None
             out.append({
                 "answer": streamed.answer.id, "original": report["text"], "suggested": revision.get("suggested"),
@@ -159,28 +251,74 @@ def changes(streamed: Streamed) -> list[dict[str, Any]]:
     return out
 
 
-def score(results: Sequence[Streamed]) -> dict[str, Any]:
-    """Flagged balanced accuracy, contradiction precision and recall (against gold
-    unsupported), the share of true sentences flagged, and the changes made."""
-    rows = [o for r in results if r.error is None for o in sentence_outcomes(r)]
-    gold_bad = [o["gold"] != "attributable" for o in rows]
-    # a sentence the checker skipped (not check-worthy: an instruction, an opinion) or could
-    # not check is shown unflagged, as the user sees it
-    flagged = [any(label in FLAGS for label in o["labels"]) for o in rows]
-    contradicted = [any(label == "contradictory" for label in o["labels"]) for o in rows]
-    true_rows = [f for f, b in zip(flagged, gold_bad, strict=True) if not b]
-    bad = sum(gold_bad)
-    hits = sum(c and b for c, b in zip(contradicted, gold_bad, strict=True))
-    made = [c for r in results for c in changes(r)]
+def _pct(numerator: int | float, denominator: int | float) -> float | None:
+    return round(100 * numerator / denominator, 1) if denominator else None
+
+
+def verdict_figures(answers: Sequence[Answer], labels: Sequence[Sequence[Sequence[str]]]) -> dict[str, Any]:
+    """The figures of one reading of ``answers`` (``labels``: per answer, per gold sentence,
+    the verdicts given to it). Contradictions are scored against gold ``contradictory`` where
+    the set has such labels (RAGTruth's conflict spans), else against every unsupported
+    sentence; response-level: any sentence flagged against the answer's own gold."""
+    gold = [g for a in answers for g in a.gold]
+    given = [set(s) for per_answer in labels for s in per_answer]
+    bad = [g != "attributable" for g in gold]
+    flagged = [bool(s & FLAGS) for s in given]
+    contradicted = [("contradictory" in s) for s in given]
+    target = [g == "contradictory" for g in gold] if "contradictory" in gold else bad
+    hits = sum(c and t for c, t in zip(contradicted, target, strict=True))
+    clean = [f for f, b in zip(flagged, bad, strict=True) if not b]
+    said = [any(bool(set(s) & FLAGS) for s in per_answer) for per_answer in labels]
+    flawed = [a.flawed for a in answers]
+    tp = sum(s and f for s, f in zip(said, flawed, strict=True))
+    precision, recall = _pct(tp, sum(said)), _pct(tp, sum(flawed))
+    f1 = round(2 * precision * recall / (precision + recall), 1) if precision and recall else None
     return {
-        "answers": len(results), "errors": sum(r.error is not None for r in results), "sentences": len(rows),
-        "flagged_balanced_accuracy": round(100 * balanced_accuracy(gold_bad, flagged), 1),
-        "contradiction_precision": round(100 * hits / sum(contradicted), 1) if any(contradicted) else None,
-        "contradiction_recall": round(100 * hits / bad, 1) if bad else None,
-        "true_sentences_flagged": round(100 * sum(true_rows) / len(true_rows), 1) if true_rows else None,
-        "unchecked_sentences": sum(not any(label in CHECKED for label in o["labels"]) for o in rows),
-        "changes": made,
+        "sentences": len(gold), "flagged_balanced_accuracy": round(100 * balanced_accuracy(bad, flagged), 1),
+        "contradiction_precision": _pct(hits, sum(contradicted)), "contradiction_recall": _pct(hits, sum(target)),
+        "contradictions_reported": sum(contradicted), "contradictions_gold": sum(target),
+        "true_sentences_flagged": _pct(sum(clean), len(clean)),
+        "unchecked_sentences": sum(not (s & CHECKED) for s in given),
+        "response_precision": precision, "response_recall": recall, "response_f1": f1,
     }  # fmt: skip
+
+
+def score(results: Sequence[Streamed], alone: Mapping[str, Sequence[str]] | None = None) -> dict[str, Any]:
+    """The end-to-end figures of ``results``, the changes made, and (``alone``: the verifier's
+    label of each gold sentence, by answer id) the verifier alone on the same sentences."""
+    ok = [r for r in results if r.error is None]
+    answered = [r.answer for r in ok]
+    out = {"answers": len(results), "errors": sum(r.error is not None for r in results)}
+    out |= verdict_figures(answered, [[o["labels"] for o in sentence_outcomes(r)] for r in ok])
+    out["changes"] = [c for r in ok for c in changes(r)]
+    if alone is not None:
+        out["verifier_alone"] = verdict_figures(answered, [[[label] for label in alone[a.id]] for a in answered])
+    return out
+
+
+def by_task(results: Sequence[Streamed]) -> dict[str, list[Streamed]]:
+    """The results of a set with tasks (RAGTruth: QA, Summary, Data2txt), per task."""
+    tasks: dict[str, list[Streamed]] = {}
+    for r in results:
+        if r.answer.task:
+            tasks.setdefault(r.answer.task, []).append(r)
+    return dict(sorted(tasks.items()))
+
+
+async def verify_alone(verifier: Any, answers: Sequence[Answer], concurrency: int = 2) -> dict[str, list[str]]:
+    """The verifier alone on every gold sentence, every document of its answer as evidence
+    (windowed by the verifier as in serving), the question as context."""
+    from middleware.pipeline.verifiers import passages_from_texts
+
+    semaphore = asyncio.Semaphore(concurrency)
+
+    async def one(answer: Answer) -> list[str]:
+        evidence = passages_from_texts(answer.documents)
+        async with semaphore:
+            return [(await verifier.verify(s.strip(), evidence, answer.question)).label for s in answer.sentences]
+
+    labels = await asyncio.gather(*(one(a) for a in answers))
+    return {a.id: list(ls) for a, ls in zip(answers, labels, strict=True)}
 
 
 def _free_port() -> int:
@@ -204,32 +342,41 @@ async def _wait_healthy(session: Any, base_url: str, process: subprocess.Popen[b
     raise RuntimeError("factcheck serve did not become healthy")
 
 
+def server_env(overrides: Mapping[str, str] | None = None, serve_from: Path | None = None) -> dict[str, str]:
+    """The server's environment: what is measured is the verdicts, not the latency, so a
+    generous budget (a loaded machine must not turn checks into 'unverified (timeout)') and
+    no request limits; then ``overrides`` (an ablation's settings)."""
+    env = os.environ | {
+        "FACTCHECK_SERVER__MAX_CONTEXT_CHARS": str(10**6), "FACTCHECK_SERVER__RATE_LIMIT_PER_MINUTE": "0",
+        "FACTCHECK_CHECK__SENTENCE_BUDGET_S": "30", "FACTCHECK_CHECK__SHED_OVERLOAD": "false",
+    }  # fmt: skip
+    if serve_from is not None:
+        env["PYTHONPATH"] = str(serve_from.resolve())
+    return env | dict(overrides or {})
+
+
 async def run(
-    data_root: Path, limit: int, modes: Sequence[str], seed: int = 13, concurrency: int = 2,
-    log: Any = None, serve_from: Path | None = None,
+    data_root: Path, limit: int | None, modes: Sequence[str], seed: int = 13, concurrency: int = 2,
+    log: Callable[[str], None] | None = None, serve_from: Path | None = None, sets: Sequence[str] = E2E_SETS,
+    split: str = "test", env: Mapping[str, str] | None = None, alone: bool = True, dump_to: Path | None = None,
 ) -> dict[str, Any]:  # fmt: skip
     """Start ``factcheck serve --demo-upstream`` on a loopback port, stream every sampled
-    answer in each mode, score per set and mode. ``serve_from``: a checkout whose server to
-    start (an earlier commit, for a before/after comparison in one sitting)."""
+    answer of ``sets`` in each mode, score per set (and task) and mode; with ``alone``, the
+    verifier alone on the same sentences beside each. ``serve_from``: a checkout whose server
+    to start (an earlier commit, for a before/after comparison in one sitting); ``env``:
+    settings for the server (``FACTCHECK_...`` variables: an ablation)."""
     import aiohttp
 
     port = _free_port()
     command = [sys.executable, "-m", "middleware.cli", "serve", "--demo-upstream", "--host", "127.0.0.1", "--port", str(port)]
-    # what is measured is the verdicts, not the latency: a generous budget, so that a loaded
-    # machine does not turn checks into 'unverified (timeout)'
-    env = os.environ | {
-        "FACTCHECK_SERVER__MAX_CONTEXT_CHARS": str(10**6), "FACTCHECK_SERVER__RATE_LIMIT_PER_MINUTE": "0",
-        "FACTCHECK_CHECK__SENTENCE_BUDGET_S": "20",
-    }  # fmt: skip
-    if serve_from is not None:
-        env["PYTHONPATH"] = str(serve_from.resolve())
     process = subprocess.Popen(
-        command, env=env, cwd=serve_from, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        command, env=server_env(env, serve_from), cwd=serve_from, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
     )
     base_url = f"http://127.0.0.1:{port}"
+    sampled = {dataset: answers(data_root, dataset, limit, seed, split) for dataset in sets}
     out: dict[str, Any] = {}
     try:
-        timeout = aiohttp.ClientTimeout(total=600)
+        timeout = aiohttp.ClientTimeout(total=900)
         async with aiohttp.ClientSession(timeout=timeout) as session:
             await _wait_healthy(session, base_url, process)
             semaphore = asyncio.Semaphore(concurrency)
@@ -238,38 +385,98 @@ async def run(
                 async with semaphore:
                     return await stream_answer(session, base_url, answer, mode)
 
-            for dataset in E2E_SETS:
-                sampled = answers(data_root, dataset, limit, seed)
+            streamed = {}
+            for dataset, chosen in sampled.items():
                 for mode in modes:
-                    results = await asyncio.gather(*(one(a, mode) for a in sampled))
-                    out[f"{dataset}/{mode}"] = score(results)
+                    started = time.perf_counter()
+                    streamed[dataset, mode] = await asyncio.gather(*(one(a, mode) for a in chosen))
                     if log is not None:
-                        log(f"{dataset}/{mode}: { {k: v for k, v in out[f'{dataset}/{mode}'].items() if k != 'changes'} }")
+                        log(f"{dataset}/{mode}: {len(chosen)} answers streamed in {time.perf_counter() - started:.0f} s")
     finally:
         process.terminate()
         try:
             process.wait(timeout=20)
         except subprocess.TimeoutExpired:
             process.kill()
+    verdicts = await _alone(sampled, log) if alone else {}
+    if dump_to is not None:
+        dump(streamed, verdicts, dump_to)
+    for (dataset, mode), results in streamed.items():
+        out[f"{dataset}/{mode}"] = score(results, verdicts.get(dataset))
+        for task, members in by_task(results).items():
+            out[f"{dataset}:{task}/{mode}"] = score(members, verdicts.get(dataset))
+        if log is not None:
+            figures = out[f"{dataset}/{mode}"]
+            log(f"{dataset}/{mode}: { {k: v for k, v in figures.items() if k not in ('changes', 'verifier_alone')} }")
     return out
 
 
+async def _alone(sampled: Mapping[str, Sequence[Answer]], log: Callable[[str], None] | None) -> dict[str, dict[str, list[str]]]:
+    """The default verifier (in this process, after the server has stopped) on every set's sentences."""
+    from middleware.composition.backends import build_verifier
+    from middleware.settings import load_settings
+
+    verifier = build_verifier(load_settings(), None)
+    out = {}
+    for dataset, chosen in sampled.items():
+        started = time.perf_counter()
+        out[dataset] = await verify_alone(verifier, chosen)
+        if log is not None:
+            log(f"{dataset}: the verifier alone in {time.perf_counter() - started:.0f} s")
+    return out
+
+
+def _cell(value: float | None) -> str:
+    return f"{value:.1f}" if value is not None else "-"
+
+
+COLUMNS = (
+    ("flagged_balanced_accuracy", "flag BA"), ("contradiction_precision", "contr P"),
+    ("contradiction_recall", "contr R"), ("true_sentences_flagged", "clean flagged"),
+    ("response_f1", "resp F1"),
+)  # fmt: skip
+
+
 def render(results: dict[str, Any]) -> str:
-    head = f"{'set/mode':<28}{'answers':>8}{'sents':>7}{'flag BA':>9}{'contr P':>9}{'contr R':>9}{'true flagged':>14}{'changes':>9}"
+    """One row per set (and task) and mode; each figure with the verifier alone's beside it
+    (``e2e | alone``), then every change correct mode made."""
+    head = f"{'set/mode':<30}{'answers':>8}{'sents':>7}{'unchecked':>10}" + "".join(f"{h:>16}" for _, h in COLUMNS)
+    head += f"{'changes':>9}"
     lines = [head, "-" * len(head)]
     for name, r in results.items():
-        def cell(value: float | None) -> str:
-            return f"{value:.1f}" if value is not None else "-"
-
-        lines.append(
-            f"{name:<28}{r['answers']:>8}{r['sentences']:>7}{r['flagged_balanced_accuracy']:>9.1f}"
-            f"{cell(r['contradiction_precision']):>9}{cell(r['contradiction_recall']):>9}"
-            f"{cell(r['true_sentences_flagged']):>14}{len(r['changes']):>9}"
+        alone = r.get("verifier_alone") or {}
+        cells = "".join(
+            f"{_cell(r[key]) + (' | ' + _cell(alone.get(key)) if alone else ''):>16}" for key, _ in COLUMNS
         )
+        lines.append(f"{name:<30}{r['answers']:>8}{r['sentences']:>7}{r['unchecked_sentences']:>10}{cells}"
+                     f"{len(r['changes']):>9}")
+    lines.append("each cell: end to end through the proxy | the verifier alone on the same sentences, whole context")
     for name, r in results.items():
+        if ":" in name:  # a task's changes are its set's
+            continue
         for change in r["changes"]:
             lines.append(
                 f"\n[{name}] {change['original']!r}\n  -> {change['suggested']!r}\n  evidence: {change['evidence_sentence']!r}"
                 f"\n  gold of the original: {change['gold_of_original']}"
             )
     return "\n".join(lines)
+
+
+GATED = (("flagged_balanced_accuracy", 1), ("response_f1", 1), ("true_sentences_flagged", -1))
+"""The figures the CI gate holds (name, direction: 1 higher is better, -1 lower is)."""
+
+
+def regressions(result: Mapping[str, Any], baseline: Mapping[str, Any], tolerance: float = 1.0) -> list[str]:
+    """Where ``result`` (an ``eval-battery --e2e`` JSON) is worse than ``baseline`` by more
+    than ``tolerance`` points on a gated figure, for every set (and task) and mode both have."""
+    out = []
+    for name, before in baseline.items():
+        now = result.get(name)
+        if now is None:
+            continue
+        for key, direction in GATED:
+            if now.get(key) is None or before.get(key) is None:
+                continue
+            if direction * (now[key] - before[key]) < -tolerance:
+                out.append(f"{name}: {key} {now[key]} against the baseline's {before[key]} (tolerance {tolerance})")
+    return out

@@ -267,10 +267,23 @@ def eval_battery(
     ] = False,
     e2e: Annotated[
         bool,
-        typer.Option(help="instead: stream LFQA-Verification and ExpertQA answers through factcheck serve --demo-upstream"),
+        typer.Option(help="instead: stream LFQA-Verification, ExpertQA and RAGTruth answers through factcheck serve "
+                          "--demo-upstream, the verifier alone on the same sentences beside them"),
     ] = False,
-    e2e_answers: Annotated[int, typer.Option(help="--e2e: answers per set (seeded sample; 0: all)")] = 30,
+    e2e_set: Annotated[
+        list[str], typer.Option(help="--e2e: a set to stream (repeatable; default: lfqa_verification, expertqa, ragtruth)")
+    ] = [],
+    e2e_answers: Annotated[
+        int | None, typer.Option(help="--e2e: answers per set, a seeded sample (0: all; default: 30, 30 and all of RAGTruth)")
+    ] = None,
     e2e_mode: Annotated[list[str], typer.Option(help="--e2e: modes (repeatable)")] = ["annotate", "correct"],
+    e2e_env: Annotated[
+        list[str], typer.Option(help="--e2e: a setting for the server, NAME=VALUE (FACTCHECK_...; repeatable): an ablation")
+    ] = [],
+    e2e_alone: Annotated[bool, typer.Option(help="--e2e: also the verifier alone on the same sentences")] = True,
+    e2e_dump: Annotated[
+        Path | None, typer.Option(help="--e2e: write every gold sentence's outcome here (JSON lines)")
+    ] = None,
     e2e_serve_from: Annotated[
         Path | None, typer.Option(help="--e2e: run the server of this checkout (an earlier commit, for before/after)")
     ] = None,
@@ -285,14 +298,8 @@ def eval_battery(
     from middleware.training.claim_sets import ALL_SETS, BATTERY_SETS, load_set, sample
 
     if e2e:
-        from middleware.evaluation import battery_e2e
-
-        results = asyncio.run(battery_e2e.run(
-                data_root, e2e_answers, e2e_mode, seed, log=lambda line: typer.echo(line, err=True), serve_from=e2e_serve_from
-            ))
-        if out:
-            out.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
-        typer.echo(json.dumps(results, indent=2) if json_out else battery_e2e.render(results))
+        _eval_e2e(data_root, split, e2e_set, e2e_answers, e2e_mode, e2e_env, e2e_alone, e2e_serve_from, seed,
+                  json_out, out, baseline, tolerance, e2e_dump)
         return
     names = sets or list(ALL_SETS)
     verifier = build_verifier(load_settings(**{"runtime.intra_op_threads": threads}), backend)
@@ -325,3 +332,32 @@ def eval_battery(
         if drops:
             raise typer.Exit(1)
         typer.echo(f"no set below {baseline} by more than {tolerance} points", err=True)
+
+
+def _eval_e2e(data_root: Path, split: str, sets: list[str], limit: int | None, modes: list[str], env: list[str],
+              alone: bool, serve_from: Path | None, seed: int, json_out: bool, out: Path | None,
+              baseline: Path | None, tolerance: float, dump_to: Path | None = None) -> None:
+    """``eval-battery --e2e``: stream, score, print, and gate against ``baseline``."""
+    from middleware.evaluation import battery_e2e
+
+    unknown = [s for s in sets if s not in battery_e2e.E2E_SETS]
+    if unknown:
+        raise typer.BadParameter(f"unknown set {unknown[0]!r}; expected one of {', '.join(battery_e2e.E2E_SETS)}",
+                                 param_hint="--e2e-set")
+    settings = dict(item.split("=", 1) for item in env if "=" in item)
+    if len(settings) != len(env):
+        raise typer.BadParameter("give NAME=VALUE", param_hint="--e2e-env")
+    results = asyncio.run(battery_e2e.run(
+        data_root, limit, modes, seed, log=lambda line: typer.echo(line, err=True), serve_from=serve_from,
+        sets=sets or battery_e2e.E2E_SETS, split=split, env=settings, alone=alone, dump_to=dump_to,
+    ))  # fmt: skip
+    if out:
+        out.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+    typer.echo(json.dumps(results, indent=2) if json_out else battery_e2e.render(results))
+    if baseline is not None:
+        drops = battery_e2e.regressions(results, json.loads(baseline.read_text(encoding="utf-8")), tolerance)
+        for line in drops:
+            typer.echo(f"REGRESSION {line}", err=True)
+        if drops:
+            raise typer.Exit(1)
+        typer.echo(f"no end-to-end figure worse than {baseline} by more than {tolerance} points", err=True)

@@ -16,7 +16,7 @@ import logging
 from collections.abc import Sequence
 
 from middleware.evidence.lexical import BM25, terms
-from middleware.evidence.passages import embedding_text
+from middleware.evidence.passages import embedding_text, passage_id
 from middleware.evidence.request_passages import PROVIDER
 from middleware.interfaces import EvidenceSource
 from middleware.types import Passage
@@ -38,6 +38,21 @@ class ContextSource:
     def __init__(self, passages: Sequence[Passage]) -> None:
         self.passages = list(passages)
         self._bm25 = BM25([terms(embedding_text(p)) for p in self.passages])
+        self.sections = sections(self.passages)
+        """The request's documents whole again (:func:`sections`)."""
+        self.chars = sum(len(p.text) for p in self.sections)
+        self._sections_bm25: BM25 | None = None
+
+    def whole(self, query: str) -> list[Passage]:
+        """Every section, the most relevant to ``query`` first (BM25, ``score`` as in
+        :meth:`top`; sections sharing no term with it last, in request order)."""
+        if self._sections_bm25 is None:
+            self._sections_bm25 = BM25([terms(embedding_text(p)) for p in self.sections])
+        wanted = terms(query)
+        scores = self._sections_bm25.scores(wanted) if wanted else [0.0] * len(self.sections)
+        best = max(scores, default=0.0) or 1.0
+        order = sorted(range(len(self.sections)), key=lambda i: (-scores[i], i))
+        return [self.sections[i].model_copy(update={"score": scores[i] / best}) for i in order]
 
     async def search(self, query: str, k: int) -> list[Passage]:
         return self.top(query, k)
@@ -57,6 +72,46 @@ class ContextSource:
         held = set(terms(embedding_text(passage)))
         weights = {t: self._bm25.idf.get(t, self._bm25.default_idf) for t in set(wanted)}
         return sum(w for t, w in weights.items() if t in held) / (sum(weights.values()) or 1.0)
+
+
+def sections(passages: Sequence[Passage]) -> list[Passage]:
+    """The runs the passages of each source tile, merged back into one passage each: a
+    document's section between headings (the splitter's windows overlap and never cross a
+    heading), in source order. ``text`` is the source's text over the run, rebuilt from the
+    passages' own offsets; ids are stable like any passage's."""
+    by_source: dict[str, list[Passage]] = {}
+    for passage in passages:
+        by_source.setdefault(passage.source, []).append(passage)
+    out: list[Passage] = []
+    for source, members in by_source.items():
+        if any(p.start is None or p.end is None for p in members):  # not cut from a text here: as they are
+            out.extend(members)
+            continue
+        members.sort(key=lambda p: (p.start, p.end))
+        run: list[Passage] = []
+        for passage in [*members, None]:
+            if passage is not None and (not run or passage.start <= _end(run)):
+                run.append(passage)
+                continue
+            out.append(_merged(source, run))
+            run = [passage] if passage is not None else []
+    return out
+
+
+def _end(run: Sequence[Passage]) -> int:
+    return max(p.end or 0 for p in run)
+
+
+def _merged(source: str, run: Sequence[Passage]) -> Passage:
+    start, end = run[0].start or 0, _end(run)
+    chars = [" "] * (end - start)
+    for passage in run:
+        at = (passage.start or 0) - start
+        chars[at : at + len(passage.text)] = passage.text
+    text = "".join(chars)
+    first = run[0]
+    return first.model_copy(update={"id": passage_id(source, start, end, text), "text": text, "start": start,
+                                    "end": end, "score": 0.0})
 
 
 class ContextFirst:

@@ -9,6 +9,7 @@ with the project's one passage splitter, each passage named by where it came fro
 
 from __future__ import annotations
 
+import ast
 import json
 import re
 from collections.abc import Iterable, Sequence
@@ -106,7 +107,7 @@ def document_texts(documents: Sequence[RequestDocument | str]) -> list[ContextTe
         if origin and url is None and title is None:
             title = origin
         if text.strip():
-            out.append(ContextText(f"factcheck.context[{i}]", text, title=title, url=url))
+            out.append(ContextText(f"factcheck.context[{i}]", readable(text), title=title, url=url))
     return out
 
 
@@ -135,19 +136,37 @@ def request_passages(request: ContextRequest, window: int = WINDOW, stride: int 
     return context_passages(request_texts(request), window, stride)
 
 
+STRUCTURED_MAX_CHARS = 200_000
+"""Structured data longer than this is read as text (parsing a Python literal is recursive)."""
+
+
 def readable(text: str) -> str:
-    """A tool result that is JSON, as markdown list lines the segmenter cuts one per object:
-    ``- title: Eiffel Tower; completed: 1889`` (an object's fields stay together, so its name
-    and its numbers are in one evidence sentence). Other text is returned unchanged."""
-    try:
-        data = json.loads(text)
-    except ValueError:
-        return text
+    """Structured data (JSON, or a Python literal as a ``str(dict)`` prints it) as markdown
+    list lines the segmenter cuts one per object: ``- title: Eiffel Tower; completed: 1889``
+    (an object's fields stay together, so its name and its numbers are in one evidence
+    sentence); keys in words (``OutdoorSeating`` -> ``Outdoor Seating``), true and false as
+    yes and no, so that a verifier reads "Outdoor Seating: no" against "it has outdoor
+    seating". Other text is returned unchanged."""
+    data = _structured(text)
     if not isinstance(data, dict | list):
         return text
     lines: list[str] = []
     _render(data, "", lines)
     return "\n".join(f"- {line}" for line in lines) + "\n" if lines else text
+
+
+def _structured(text: str) -> Any:
+    stripped = text.strip()
+    if not stripped or stripped[0] not in "{[" or len(stripped) > STRUCTURED_MAX_CHARS:
+        return None
+    try:
+        return json.loads(stripped)
+    except ValueError:
+        pass
+    try:
+        return ast.literal_eval(stripped)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return None
 
 
 def _render(value: Any, key: str, lines: list[str]) -> None:
@@ -158,7 +177,7 @@ def _render(value: Any, key: str, lines: list[str]) -> None:
         for k, v in value.items():
             if not _is_scalar(v):
                 _render(v, k, lines)
-    elif isinstance(value, list):
+    elif isinstance(value, list | tuple):
         if value and all(_is_scalar(v) for v in value):
             lines.append(f"{_label(key) + ': ' if key else ''}{', '.join(_scalar(v) for v in value)}")
         else:
@@ -173,11 +192,17 @@ def _is_scalar(value: Any) -> bool:
 
 
 def _scalar(value: Any) -> str:
+    if isinstance(value, bool):
+        return "yes" if value else "no"
     return "null" if value is None else str(value).strip()
 
 
-def _label(key: str) -> str:
-    return key.replace("_", " ").strip()
+def _label(key: Any) -> str:
+    """``review_stars`` -> ``review stars``, ``OutdoorSeating`` -> ``Outdoor Seating`` (``WiFi`` stays)."""
+    return _CAMEL.sub(" ", str(key).replace("_", " ")).strip()
+
+
+_CAMEL = re.compile(r"(?<=[a-z]{2})(?=[A-Z][a-z])")
 
 
 def _only_questions(text: str) -> bool:

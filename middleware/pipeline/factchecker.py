@@ -24,6 +24,7 @@ from typing import Protocol
 
 
 from middleware.evidence.context_source import ContextSource, sources_for_policy
+from middleware.evidence.request_passages import PROVIDER as CONTEXT
 from middleware.interfaces import Embedder, EvidenceSource
 from middleware.metrics import timed
 from middleware.pipeline.attribution import attribution_report, unique_passages
@@ -57,6 +58,9 @@ log = logging.getLogger(__name__)
 INLINE_QUESTION_CHARS = 2000
 """A user question up to this size is read on the event loop (a few milliseconds); a longer
 one, a prompt with documents, in a worker thread."""
+SHOWN_PASSAGES = 4
+"""Evidence passages a report lists, at most (the deciding one among them): a request context
+read whole may be many documents, each verified against but not all worth quoting."""
 INLINE_CONTEXT_CHARS = 4000
 """Request passages up to this size are indexed on the event loop (well under a millisecond);
 more, in a worker thread."""
@@ -86,6 +90,8 @@ class PipelineParts:
     top_j: int = 1
     report_size: int = 5
     context_policy: str = "among"
+    context_whole_chars: int = 20_000
+    """A request context up to this size is read whole for every claim (see ``FactChecker.evidence``)."""
     memory_margin: float = 1.4
     memory_wait_s: float = 0.75
     """How long (from its start) a check may wait for the closed-book answer of the memory check."""
@@ -181,7 +187,7 @@ class FactChecker:
             tags = [subjective_tag(sentence)] if opinion else []
             return self._report(sentence, skipped_verdict(claim.worthiness), timings, tags=tags)
         questions = await generate_questions(self.parts.questions, claim, context.user_message, timings)
-        evidence = await self._research(claim.text, questions, sources, timings)
+        evidence = await self.evidence(claim.text, questions, reading.context, sources, timings)
         verdict = await verify_claim(self.parts.verifier, claim, evidence, None, timings)
         tags, edits = await self._tags(sentence, claim.decontext, verdict, evidence, sources)
         corrected = revision = None
@@ -193,8 +199,27 @@ class FactChecker:
             memory = await request.memory.signal(claim.text, evidence, reading.context, self.parts.embedder,
                                                  started, timings)
         report = self._report(sentence, verdict, timings, tags=tags, edits=edits, questions=questions,
-                              evidence=evidence, corrected=corrected, quip=quip)
+                              evidence=shown_evidence(evidence, verdict, SHOWN_PASSAGES), corrected=corrected, quip=quip)
         return bounded_report(report.model_copy(update={"memory": memory, "revision": revision}), verdict, evidence)
+
+    async def evidence(
+        self, claim: str, questions: list[Question], context: ContextSource | None,
+        sources: Sequence[EvidenceSource], timings: dict[str, float],
+    ) -> list[Passage]:  # fmt: skip
+        """What the claim is verified against. A request that brings its own documents, up to
+        ``context_whole_chars``, has them read whole (each document's sections, the verifier
+        windows them), with what the other sources find beside them: one passage per question
+        lost what the answer's sentence drew from a passage no question ranked first (on
+        RAGTruth's and the battery's answers, the verifier reading the whole context was
+        several points of balanced accuracy above it; docs/verdicts.md). A larger context, or
+        none, is searched per question (RARR)."""
+        whole = context is not None and context.sections and context.chars <= self.parts.context_whole_chars
+        if not whole:
+            return await self._research(claim, questions, sources, timings)
+        assert context is not None
+        others = [s for s in sources if s is not context]
+        found = await self._research(claim, questions, others, timings) if others else []
+        return [*context.whole(claim), *(p for p in found if p.provider != context.name)]
 
     async def _research(
         self, claim: str, questions: list[Question], sources: Sequence[EvidenceSource], timings: dict[str, float]
@@ -297,6 +322,20 @@ class FactChecker:
         return StreamSummary(sentences=len(reports), verdicts=verdicts, attribution_report=attribution.passages,
                              attribution_links=attribution.links, alignment=attribution.alignment,
                              attr_auto=attribution.attr_auto, edits=edits, mode=mode)
+
+
+def shown_evidence(evidence: Sequence[Passage], verdict: DetailedVerdict, limit: int) -> list[Passage]:
+    """The passages a report lists: the first ``limit`` of what the claim was verified
+    against (best first), leaving out request sections that share no word with it (read, not
+    quoted), and the one that decided its verdict wherever it stands."""
+    index = verdict.evidence_index
+    deciding = evidence[index] if index is not None and 0 <= index < len(evidence) else None
+    if deciding is not None and deciding.id != verdict.evidence_id:
+        deciding = None
+    shown = [p for p in evidence if p is deciding or p.provider != CONTEXT or p.score > 0][:limit]
+    if deciding is not None and deciding not in shown:
+        shown = [*shown[: limit - 1], deciding]
+    return shown
 
 
 def _retrieve(task: asyncio.Future[RequestReading]) -> None:

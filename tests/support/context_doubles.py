@@ -50,14 +50,15 @@ class CountingSource:
         return self.passages[:k]
 
 
-def checker(policy: str = "among", index: CountingSource | None = None) -> tuple[FactChecker, CountingSource]:
+def checker(policy: str = "among", index: CountingSource | None = None,
+            whole_chars: int = 20_000) -> tuple[FactChecker, CountingSource]:
     """The real pipeline with offline backends and a hashed bag-of-words embedder."""
     index = index or CountingSource()
     embedder = HashingEmbedder()
     return FactChecker(PipelineParts(
         sources=[index], questions=SlotQuestionGenerator(), decontext=NoDecontextualiser(),
         verifier=SlotsVerifier(Aligner(embedder)), ranker=RelevanceRanker(embedder, top_j=2), embedder=embedder,
-        top_j=2, context_policy=policy,
+        top_j=2, context_policy=policy, context_whole_chars=whole_chars,
     )), index
 
 

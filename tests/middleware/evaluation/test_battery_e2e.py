@@ -3,12 +3,24 @@ reports (no server, no ../shared)."""
 
 from __future__ import annotations
 
-from middleware.evaluation.battery_e2e import Answer, Streamed, score, sentence_outcomes
+import json
+from pathlib import Path
+
+from middleware.evaluation.battery_e2e import (
+    Answer,
+    Streamed,
+    by_task,
+    gold_label,
+    ragtruth_answers,
+    regressions,
+    score,
+    sentence_outcomes,
+)
 
 
 def _answer() -> Answer:
-    return Answer("a1", "lfqa_verification", "q?", ["Cats purr.", "Dogs fly.", "Do it now."],
-                  ["attributable", "extrapolatory", "attributable"], ["doc"])  # fmt: skip
+    return Answer.joined("a1", "lfqa_verification", "q?", ["Cats purr.", "Dogs fly.", "Do it now."],
+                         ["attributable", "extrapolatory", "attributable"], ["doc"])  # fmt: skip
 
 
 def _report(start: int, end: int, label: str, revision: dict | None = None) -> dict:
@@ -17,7 +29,7 @@ def _report(start: int, end: int, label: str, revision: dict | None = None) -> d
 
 def test_reports_land_on_the_gold_sentence_they_overlap() -> None:
     answer = _answer()
-    assert answer.text == "Cats purr. Dogs fly. Do it now." and answer.spans() == [(0, 10), (11, 20), (21, 31)]
+    assert answer.text == "Cats purr. Dogs fly. Do it now." and answer.units == [(0, 10), (11, 20), (21, 31)]
     streamed = Streamed(answer, "annotate", reports=[_report(0, 10, "attributable"), _report(11, 19, "contradictory")])
     outcomes = sentence_outcomes(streamed)
     assert [o["labels"] for o in outcomes] == [["attributable"], ["contradictory"], []]
@@ -30,7 +42,65 @@ def test_skipped_sentences_are_not_flags_and_changes_are_listed() -> None:
     ])  # fmt: skip
     result = score([streamed])
     assert result["flagged_balanced_accuracy"] == 100.0 and result["true_sentences_flagged"] == 0.0
+    # no gold contradiction in the set: a contradiction is scored against the unsupported sentences
     assert result["contradiction_precision"] == 100.0 and result["contradiction_recall"] == 100.0
     assert result["unchecked_sentences"] == 1
+    assert result["response_precision"] == 100.0 and result["response_f1"] == 100.0
     assert result["changes"] == [{"answer": "a1", "original": "x", "suggested": "Dogs run.",
                                   "evidence_sentence": "Dogs run.", "gold_of_original": "extrapolatory"}]  # fmt: skip
+
+
+def test_the_verifier_alone_is_scored_on_the_same_sentences() -> None:
+    streamed = Streamed(_answer(), "annotate", reports=[_report(0, 10, "extrapolatory"), _report(11, 20, "attributable")])
+    result = score([streamed], {"a1": ["attributable", "contradictory", "attributable"]})
+    assert result["flagged_balanced_accuracy"] == 25.0
+    assert result["verifier_alone"]["flagged_balanced_accuracy"] == 100.0
+    assert result["verifier_alone"]["unchecked_sentences"] == 0
+
+
+SPANS = [{"start": 10, "end": 20, "kind": "baseless"}, {"start": 30, "end": 35, "kind": "conflict"},
+         {"start": 33, "end": 40, "kind": "baseless"}]  # fmt: skip
+
+
+def test_ragtruth_sentences_take_the_worst_span_they_overlap() -> None:
+    assert gold_label(0, 10, SPANS) == "attributable"  # touching a span's start is no overlap
+    assert gold_label(0, 11, SPANS) == "extrapolatory"
+    assert gold_label(25, 45, SPANS) == "contradictory"
+    assert gold_label(36, 50, SPANS) == "extrapolatory"
+
+
+def _ragtruth(tmp_path: Path) -> Path:
+    response = "The cafe opens at 9. It serves tea. It has free WiFi."
+    rows = [
+        {"id": "ragtruth-1", "split": "test", "task_type": "Data2txt", "question": None, "context": ["{'hours': '8-5'}"],
+         "response": response, "spans": [{"start": 18, "end": 19, "kind": "conflict", "text": "9"},
+                                         {"start": 36, "end": 53, "kind": "baseless", "text": "It has free WiFi."}]},
+        {"id": "ragtruth-2", "split": "train", "task_type": "QA", "question": "Why?", "context": ["a"],
+         "response": "Because.", "spans": []},
+    ]  # fmt: skip
+    (tmp_path / "ragtruth").mkdir()
+    (tmp_path / "ragtruth" / "ragtruth.jsonl").write_text("\n".join(json.dumps(r) for r in rows), encoding="utf-8")
+    return tmp_path
+
+
+def test_ragtruth_answers_are_cut_by_the_proxys_segmenter_and_labelled_by_span(tmp_path: Path) -> None:
+    [answer] = ragtruth_answers(_ragtruth(tmp_path), "test")
+    assert answer.sentences == ["The cafe opens at 9.", "It serves tea.", "It has free WiFi."]
+    assert answer.gold == ["contradictory", "attributable", "extrapolatory"]
+    assert answer.task == "Data2txt" and answer.hallucinated and answer.question  # an instruction for the model
+    streamed = Streamed(answer, "annotate", reports=[
+        _report(0, 20, "contradictory"), _report(21, 35, "extrapolatory"), _report(36, 53, "skipped")])  # fmt: skip
+    result = score([streamed])
+    # against gold contradictions where the set has them: one reported, one right
+    assert result["contradiction_precision"] == 100.0 and result["contradiction_recall"] == 100.0
+    assert result["true_sentences_flagged"] == 100.0 and result["unchecked_sentences"] == 1
+    assert list(by_task([streamed])) == ["Data2txt"]
+
+
+def test_the_gate_holds_every_figure_it_names_within_the_tolerance() -> None:
+    before = {"ragtruth/annotate": {"flagged_balanced_accuracy": 70.0, "response_f1": 60.0, "true_sentences_flagged": 30.0}}
+    same = {"ragtruth/annotate": {"flagged_balanced_accuracy": 69.2, "response_f1": None, "true_sentences_flagged": 30.9}}
+    assert regressions(same, before) == []
+    worse = {"ragtruth/annotate": {"flagged_balanced_accuracy": 68.9, "response_f1": 60.0, "true_sentences_flagged": 31.5}}
+    drops = regressions(worse, before)
+    assert len(drops) == 2 and "flagged_balanced_accuracy" in drops[0] and "true_sentences_flagged" in drops[1]

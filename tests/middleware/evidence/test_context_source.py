@@ -17,9 +17,9 @@ from langchain_core.messages import HumanMessage, SystemMessage, ToolMessage
 from adapters.langchain import FactCheckCallbackHandler, FactCheckedChatModel, ReportEvent
 from middleware.chat.protocol import ChatRequest
 from middleware.checking import check_sentence
-from middleware.evidence.context_source import ContextFirst, ContextSource, sources_for_policy
+from middleware.evidence.context_source import ContextFirst, ContextSource, sections, sources_for_policy
 from middleware.evidence.request_passages import request_passages
-from middleware.types import CheckContext, Sentence
+from middleware.types import CheckContext, Passage, Sentence
 from tests.support.context_doubles import (
     CLOSED_BOOK,
     CONTRADICTS,
@@ -90,6 +90,53 @@ async def test_policy_only_with_every_document_filtered_out_searches_nothing(mak
     _, [report] = await stream_reports(proxy.url, request)
     assert index.searches == 0 and report["evidence"] == []
     assert report["verdict"]["label"] != "contradictory"
+
+
+LONG = (
+    "Acme Corporation is a maker of garden tools. Its head office is in Toledo, Ohio. It sells rakes. It sells spades. "
+    "It was founded in 1952 by Ruth Alvarez. It employs 1,200 people. Its logo is a green rake.\n\n# History\n\n"
+    "Acme opened a second plant in 1971. The plant closed in 2009."
+)
+
+
+def test_sections_put_the_overlapping_passages_back_together():
+    passages = request_passages(ChatRequest.model_validate({"messages": [
+        {"role": "system", "content": LONG}, {"role": "tool", "content": "Acme won an award in 2020."}]}))
+    assert len(passages) > 3  # windows of four sentences, two apart
+    whole = sections(passages)
+    body, history = LONG.split("\n\n# History\n\n")
+    assert [p.text for p in whole] == [body, history, "Acme won an award in 2020."]  # a heading ends a section
+    assert [p.source for p in whole] == ["messages[0] (system)"] * 2 + ["messages[1] (tool)"]
+    assert all(LONG[p.start:p.end] == p.text for p in whole[:2])
+    assert len({p.id for p in whole}) == 3 and sections(passages)[0].id == whole[0].id
+    loose = Passage(id="x", text="Not cut from a text here.", provider="context", source="elsewhere")
+    assert sections([loose]) == [loose]
+    assert ContextSource(passages).chars == sum(len(p.text) for p in whole)
+
+
+@pytest.mark.parametrize("whole_chars", [20_000, 0])
+async def test_a_small_context_is_read_whole_and_a_large_one_searched(whole_chars):
+    fc, index = checker(policy="only", whole_chars=whole_chars)
+    passages = request_passages(ChatRequest.model_validate({"messages": [{"role": "system", "content": LONG}]}))
+    claim = "Acme was founded in 1952 by Ruth Alvarez."
+    report = await check_sentence(fc, Sentence(index=0, start=0, end=len(claim), text=claim),
+                                  CheckContext(request_passages=passages))
+    assert index.searches == 0 and report.verdict.label == "attributable"
+    read = {(p.start, p.end) for p in report.evidence}
+    if whole_chars:  # every section of the document, not the passages a question ranked first
+        assert read == {(p.start, p.end) for p in sections(passages)}
+    else:
+        assert read <= {(p.start, p.end) for p in passages}
+
+
+async def test_the_whole_context_is_read_beside_what_the_other_sources_find():
+    fc, index = checker(policy="among")
+    passages = request_passages(ChatRequest.model_validate({"messages": [{"role": "system", "content": LONG}]}))
+    claim = "Acme was founded in 1948 by Ruth Alvarez."
+    report = await check_sentence(fc, Sentence(index=0, start=0, end=len(claim), text=claim),
+                                  CheckContext(request_passages=passages))
+    assert index.searches > 0
+    assert [p.provider for p in report.evidence] == ["context", "context", "index"]
 
 
 # --- end to end through the proxy --------------------------------------------------------------
@@ -165,7 +212,10 @@ async def test_langchain_runnable_and_callback_use_the_messages_as_context():
     model = FactCheckedChatModel(GenericFakeChatModel(messages=iter([CONTRADICTS])), fc)
     [report] = [item.report async for item in model.astream(messages) if isinstance(item, ReportEvent)]
     assert report.verdict.label == "contradictory" and index.searches == 0
-    assert {(p.provider, p.source) for p in report.evidence} == {("context", "messages[0] (system)")}
+    # the context is read whole: both context messages naming Acme are listed, the system one decided
+    assert {(p.provider, p.source) for p in report.evidence} == {("context", "messages[0] (system)"),
+                                                                 ("context", "messages[2] (tool)")}
+    assert next(p for p in report.evidence if p.id == report.verdict.evidence_id).source == "messages[0] (system)"
 
     handler = FactCheckCallbackHandler(fc, wait_on_end=True)
     text = "Acme Corporation has 7 warehouses."

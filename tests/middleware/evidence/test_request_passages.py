@@ -44,4 +44,21 @@ def test_json_tool_result_keeps_each_objects_fields_in_one_line():
     assert readable(text) == ("- results — title: Eiffel Tower; completed: 1889\n- tags: iron, Paris\n"
                               "- results — title: Big Ben; completed: 1859\n")
     assert readable("plain words, not JSON") == "plain words, not JSON"
+    assert readable("[not, json") == "[not, json"
     assert readable("42") == "42"
+
+
+def test_structured_data_as_python_prints_it_reads_in_words():
+    data = {"name": "Finch & Fork", "state": "CA", "attributes": {"OutdoorSeating": False, "WiFi": "free",
+            "RestaurantsTakeOut": True}, "review_info": [{"review_stars": 5.0, "note": None}]}  # fmt: skip
+    assert readable(str(data)) == ("- name: Finch & Fork; state: CA\n"
+                                   "- attributes — Outdoor Seating: no; WiFi: free; Restaurants Take Out: yes\n"
+                                   "- review info — review stars: 5.0; note: null\n")
+    assert readable("{'unbalanced': [1, 2}") == "{'unbalanced': [1, 2}"
+
+
+def test_a_factcheck_context_document_of_structured_data_is_read_like_a_tool_result():
+    [passage] = request_passages(ChatRequest.model_validate({
+        "messages": [{"role": "user", "content": "Describe it."}],
+        "factcheck": {"context": [str({"name": "Finch & Fork", "OutdoorSeating": False})]}}))
+    assert passage.text == "name: Finch & Fork; Outdoor Seating: no"  # the list marker is no part of a sentence

@@ -233,3 +233,19 @@ async def test_the_user_question_is_read_once_per_request(checker, monkeypatch, 
     assert readings == [(question, len(question) <= INLINE_QUESTION_CHARS)]  # a long prompt: in a worker thread
     assert (len(question) > INLINE_QUESTION_CHARS) == bool(pasted)
     assert [r.verdict.label for r in checked.reports] == ["attributable"] * 3  # 'She' resolved from the question
+
+
+def test_a_report_lists_the_passages_worth_quoting_and_always_the_deciding_one():
+    from middleware.pipeline.factchecker import shown_evidence
+    from middleware.pipeline.verifiers.base import DetailedVerdict
+
+    def passage(i: int, provider: str = "context", score: float = 1.0) -> Passage:
+        return Passage(id=f"p{i}", text=f"text {i}", provider=provider, source=f"s{i}", score=score)
+
+    evidence = [passage(0), passage(1), passage(2, score=0.0), passage(3, "index", 0.0), passage(4), passage(5)]
+    verdict = DetailedVerdict(label="attributable", scores={}, evidence_id="p5", evidence_index=5)
+    # a request section sharing no word with the claim is read, not quoted; another source's passage is quoted
+    assert [p.id for p in shown_evidence(evidence, verdict, 4)] == ["p0", "p1", "p3", "p5"]
+    assert [p.id for p in shown_evidence(evidence, verdict, 6)] == ["p0", "p1", "p3", "p4", "p5"]
+    undecided = DetailedVerdict(label="extrapolatory", scores={})
+    assert [p.id for p in shown_evidence(evidence, undecided, 2)] == ["p0", "p1"]
