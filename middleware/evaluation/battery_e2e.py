@@ -40,14 +40,16 @@ import numpy as np
 from middleware.training.claim_sets import Item, load_set, read_jsonl
 from middleware.training.metrics import balanced_accuracy
 
-BATTERY_E2E_SETS = ("lfqa_verification", "expertqa")
 RAGTRUTH = "ragtruth"
+BATTERY_E2E_SETS = ("lfqa_verification", "expertqa")
 E2E_SETS = (*BATTERY_E2E_SETS, RAGTRUTH)
 DEFAULT_ANSWERS = {"lfqa_verification": 30, "expertqa": 30, RAGTRUTH: 0}
 """Answers streamed per set unless ``--e2e-answers`` says (a seeded sample; 0: all)."""
 FLAGS = frozenset({"extrapolatory", "contradictory"})
 """The verdicts a user sees as a flag: not supported, or contradicted."""
 CHECKED = FLAGS | {"attributable"}
+CONTRADICTION_LABELLED = frozenset({RAGTRUTH})
+"""Sets whose gold marks contradictions apart (scored against them even where a sample has none)."""
 RAGTRUTH_ASKS = {
     "Summary": "Summarize the following news.",
     "Data2txt": "Write an objective overview about the following local business based only on the provided "
@@ -213,12 +215,15 @@ def sentence_outcomes(streamed: Streamed) -> list[dict[str, Any]]:
     """Each gold sentence with the labels of the reports overlapping it."""
     answer = streamed.answer
     out: list[dict[str, Any]] = [
-        {"gold": g, "labels": [], "reasons": [], "sentence": s} for g, s in zip(answer.gold, answer.sentences, strict=True)
+        {"gold": g, "labels": [], "reasons": [], "p_attributable": [], "sentence": s}
+        for g, s in zip(answer.gold, answer.sentences, strict=True)
     ]
     for report in streamed.reports:
         if (index := _gold_sentence(answer.units, report)) is not None:
-            out[index]["labels"].append(report["verdict"]["label"])
-            out[index]["reasons"].append(report["verdict"].get("reason"))
+            verdict = report["verdict"]
+            out[index]["labels"].append(verdict["label"])
+            out[index]["reasons"].append(verdict.get("reason"))
+            out[index]["p_attributable"].append((verdict.get("scores") or {}).get("attributable"))
     return out
 
 
@@ -265,7 +270,8 @@ def verdict_figures(answers: Sequence[Answer], labels: Sequence[Sequence[Sequenc
     bad = [g != "attributable" for g in gold]
     flagged = [bool(s & FLAGS) for s in given]
     contradicted = [("contradictory" in s) for s in given]
-    target = [g == "contradictory" for g in gold] if "contradictory" in gold else bad
+    labelled = "contradictory" in gold or any(a.dataset in CONTRADICTION_LABELLED for a in answers)
+    target = [g == "contradictory" for g in gold] if labelled else bad
     hits = sum(c and t for c, t in zip(contradicted, target, strict=True))
     clean = [f for f, b in zip(flagged, bad, strict=True) if not b]
     said = [any(bool(set(s) & FLAGS) for s in per_answer) for per_answer in labels]

@@ -58,6 +58,9 @@ log = logging.getLogger(__name__)
 INLINE_QUESTION_CHARS = 2000
 """A user question up to this size is read on the event loop (a few milliseconds); a longer
 one, a prompt with documents, in a worker thread."""
+DOCUMENTS_MIN_CHARS = 300
+"""A request context this large holds documents, not only a line of system prompt ("You are a
+helpful assistant."): its answer's instructions and judgements are checked against it."""
 SHOWN_PASSAGES = 4
 """Evidence passages a report lists, at most (the deciding one among them): a request context
 read whole may be many documents, each verified against but not all worth quoting."""
@@ -180,7 +183,8 @@ class FactChecker:
         await analyse_async([text, *context.previous[-MAX_PREVIOUS:]])
         reading = await request.read(timings)
         sources = request.sources(reading)
-        claim = await prepare_claim(text, context, self.parts.decontext, timings, reading.question)
+        documents = reading.context is not None and reading.context.chars >= DOCUMENTS_MIN_CHARS
+        claim = await prepare_claim(text, context, self.parts.decontext, timings, reading.question, documents)
         if not claim.worthiness.checkworthy:
             # Value judgements and hedged opinions ("I think ...") hold no universal truth: FAVA 'subjective'.
             opinion = claim.worthiness.subjective or claim.worthiness.reason == "hedged"

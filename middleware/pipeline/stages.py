@@ -42,12 +42,16 @@ async def prepare_claim(
     decontextualiser: Decontextualiser,
     timings: dict[str, float] | None = None,
     question: UserQuestion | None = None,
+    documents: bool = False,
 ) -> Claim:
     """Stage 'claims'. A sentence that is not check-worthy is not rewritten. ``question``: the
     user's question as the request prepared it once (default: ``context.user_message``, read
-    here)."""
+    here); ``documents``: the request brings its own (instructions and judgements are checked
+    against them, ``Worthiness.given_documents``)."""
     with timed("claims", timings):
         worthiness = assess(sentence)
+        if documents:
+            worthiness = worthiness.given_documents()
         if not worthiness.checkworthy:
             return Claim(sentence, worthiness, Decontextualised(sentence, sentence))
         asked = question if question is not None else context.user_message

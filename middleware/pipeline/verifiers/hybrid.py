@@ -9,6 +9,9 @@ gloss over.
   Graceland' from 'In 1957 he bought Graceland' at P=0.89); a name mismatch is one only in
   the same role of the same verb in the sentence about the claim's event
   (``SlotsVerifier``)
+- a yes/no field of structured evidence that the claim states the opposite of
+  (``fields.py``: "Outdoor Seating: no" against "it offers outdoor seating") -> contradictory,
+  with the learned decision too
 - NLI contradiction -> contradictory when slots localise it (with the slot span); an
   unlocalised one must be confident (p >= ``nli_only_contradiction``), and never overrides
   slots that found every claim slot in the evidence (the small bundled model contradicted
@@ -167,7 +170,8 @@ class HybridVerifier:
         # combiner does not find the claim supported: on third-party text these rules also fire
         # on sentences people judged supported, and the combiner's support vetoes them there
         located = slots.label == "contradictory" and any(m.kind in _DECISIVE for m in slots.mismatches)
-        if p_contra >= combiner.contradictory_threshold or (located and p_attr < combiner.attributable_threshold):
+        if (p_contra >= combiner.contradictory_threshold or (located and p_attr < combiner.attributable_threshold)
+                or _stated_field(slots)):
             lead = slots if slots.label == "contradictory" else self.nli.contradiction_verdict(reading.assessment)
             label, reason = "contradictory", f"{lead.reason or 'the evidence contradicts the claim'} ({detail})"
         elif p_attr >= combiner.attributable_threshold:
@@ -189,7 +193,7 @@ class HybridVerifier:
         p_entail = nli.scores.get("attributable", 0.0)
         strong = p_entail >= self.strong_entailment
         if slots.label == "contradictory":
-            decisive = any(m.kind in _DECISIVE for m in slots.mismatches)
+            decisive = any(m.kind in _DECISIVE for m in slots.mismatches) or _stated_field(slots)
             if decisive or not strong:
                 return self._merge(slots, nli, "contradictory", slots.reason)
         unlocalised = nli.label == "contradictory" and not slots.mismatches
@@ -233,6 +237,13 @@ class HybridVerifier:
         return lead.model_copy(
             update={"label": label, "scores": scores, "reason": reason, "backend": self.name}
         )
+
+
+def _stated_field(slots: DetailedVerdict) -> bool:
+    """A yes/no field of structured evidence the claim states the opposite of: it stands
+    whatever the NLI model says (the model reads "Outdoor Seating: no" as support for "it
+    has outdoor seating"; ``fields.py``)."""
+    return slots.label == "contradictory" and any(m.rule == "field_polarity" for m in slots.mismatches)
 
 
 def _unsupported_slots(claim: str, slots: DetailedVerdict) -> list[str]:

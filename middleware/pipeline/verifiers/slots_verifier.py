@@ -46,6 +46,7 @@ from middleware.pipeline.slots import (
     slots_agree,
 )
 from middleware.pipeline.verifiers.base import DetailedVerdict, Mismatch, scores_for
+from middleware.pipeline.verifiers.fields import FIELD_RULES, field_mismatches
 from middleware.types import Passage, RuleFinding
 
 log = logging.getLogger(__name__)
@@ -106,6 +107,7 @@ RULES: dict[str, str] = {
     "gap_relation": "support needs the claim's verb with its objects in the evidence",
     "gap_polarity": "support needs the same negation and exclusivity words on both sides",
     "gap_coverage": "support needs most of the claim's content words in the aligned evidence",
+    **FIELD_RULES,
 }
 """The slots verifier's rules by name: each is switched off by ``pipeline.rules.disabled``
 and recorded in a verdict's ``rules`` when it fires. The gaps only block support."""
@@ -154,7 +156,10 @@ class SlotsVerifier:
     def judge(
         self, claim: str, aligned: list[Aligned], evidence: list[Passage] | None = None
     ) -> DetailedVerdict:
-        """Decide from already aligned sentences (best first)."""
+        """Decide from already aligned sentences (best first); a yes/no field of structured
+        evidence the claim states the opposite of decides first (``fields.py``)."""
+        if evidence and self.enabled("field_polarity") and (fields := field_mismatches(claim, evidence)):
+            return self._field_verdict(fields, evidence)
         analysis = analyse(claim)
         usable = [a for a in aligned if a.score >= self.min_align]
         if not usable:
@@ -226,6 +231,17 @@ class SlotsVerifier:
         return self._verdict(
             "contradictory", 0.55 + 0.4 * min(line.score, 1.0), line, reason=reason, span=first.span,
             mismatches=[m for m, _ in found], unsupported=[(s.start, s.end) for s in unsupported],
+        )  # fmt: skip
+
+    def _field_verdict(self, fields: list[Mismatch], evidence: list[Passage]) -> DetailedVerdict:
+        first = fields[0]
+        passage = evidence[first.evidence_index]
+        return DetailedVerdict(
+            label="contradictory", scores=scores_for("contradictory", 0.9), evidence_id=passage.id,
+            evidence_sentence=first.replacement, span=first.span, backend=self.name,
+            reason=f"the data states {first.replacement!r} where the claim says {first.text!r}",
+            evidence_index=first.evidence_index, evidence_span=first.evidence_span, mismatches=fields,
+            rules=[RuleFinding(name=m.rule, span=m.span, detail=f"{m.kind}: {m.text!r}") for m in fields],
         )  # fmt: skip
 
     def _supported(

@@ -94,7 +94,8 @@ async def test_policy_only_with_every_document_filtered_out_searches_nothing(mak
 
 LONG = (
     "Acme Corporation is a maker of garden tools. Its head office is in Toledo, Ohio. It sells rakes. It sells spades. "
-    "It was founded in 1952 by Ruth Alvarez. It employs 1,200 people. Its logo is a green rake.\n\n# History\n\n"
+    "It was founded in 1952 by Ruth Alvarez. It employs 1,200 people. Its logo is a green rake. Its rakes are made "
+    "of ash wood. Ruth Alvarez hands a green rake to every new employee.\n\n# History\n\n"
     "Acme opened a second plant in 1971. The plant closed in 2009."
 )
 
@@ -263,3 +264,13 @@ async def test_ui_shows_the_context_passage_with_its_source_and_the_memory_signa
             assert "not flagged: closed-book" in memory and "vs context" in memory and "(margin 1.40)" in memory
         finally:
             await browser.close()
+
+
+@pytest.mark.parametrize("document", [LONG, "Be concise."])
+async def test_an_instruction_is_checked_against_documents_and_skipped_without(document):
+    fc, _ = checker(policy="only")
+    passages = request_passages(ChatRequest.model_validate({"messages": [{"role": "system", "content": document}]}))
+    text = "Ask Ruth Alvarez for a green rake."
+    report = await check_sentence(fc, Sentence(index=0, start=0, end=len(text), text=text),
+                                  CheckContext(request_passages=passages))
+    assert (report.verdict.label == "skipped") == (document != LONG)

@@ -37,3 +37,13 @@ def test_checkworthiness(text: str, reason: str | None) -> None:
     if reason:
         verdict = skipped_verdict(worthiness)
         assert verdict.label == "skipped" and verdict.reason == reason
+
+
+def test_instructions_and_judgements_are_checked_where_the_request_brings_documents():
+    from middleware.pipeline.checkworthy import assess
+
+    for text in ("Remove the pan from the heat after nine minutes.", "It is a great choice for those looking for healthy food."):
+        skipped = assess(text)
+        assert not skipped.checkworthy and skipped.given_documents().checkworthy
+    for text in ("Hope this helps!", "What is the capital of France?"):
+        assert not assess(text).given_documents().checkworthy

@@ -1,0 +1,151 @@
+"""Structured data read field by field: a claim against the ``label: value`` fields of its
+evidence (a tool's JSON or a record pasted as context, rendered by
+``evidence.request_passages.readable``: ``- attributes — Outdoor Seating: no; WiFi: free``).
+
+The bundled NLI model reads such lists as bags of words: it entails "The restaurant offers
+outdoor seating." from "Outdoor Seating: no" (P 0.94; "Outdoor Seating: False" 0.96, a
+sentence "There is no outdoor seating." contradicts both the claim and its negation). A
+yes/no field is a fact stated plainly, so it is read here instead:
+
+- ``field_polarity``: the claim names a yes/no field (every word of its label, written
+  together or apart: "take out" / "takeout") and says the opposite: affirms a field that is
+  ``no``, or negates ("no", "not", "without", ...) one that is ``yes``.
+
+A finding is a located contradiction (``Mismatch`` of kind ``negation``), reported with the
+field as the evidence sentence. It stands whatever the combiner says (the combiner reads the
+same NLI model that misreads the field); measured on RAGTruth's data-to-text answers
+(docs/verdicts.md).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from rapidfuzz import fuzz
+from spacy.tokens import Token
+
+from middleware.pipeline.slots import analyse
+from middleware.pipeline.verifiers.base import Mismatch
+from middleware.types import Passage
+
+FIELD_RULES = {
+    "field_polarity": "a yes/no field of the evidence's structured data that the claim names and states the "
+    "opposite of",
+}
+_FIELD = re.compile(r"(?:^|[;—\n]|^- )\s*([A-Za-z][A-Za-z ]{1,60}?):\s*(yes|no)\s*(?=;|$|\n)", re.MULTILINE)
+_PARENT = re.compile(r"^- ([^\n—:;]{1,60}) — ", re.MULTILINE)
+"""A nested object's line: ``- Business Parking — garage: no`` (the parent's label before the dash)."""
+_NEGATION_WORDS = frozenset({"no", "not", "n't", "never", "none", "nor", "neither"})
+_NEGATING = frozenset({"det", "neg", "advmod", "preconj", "dep"})
+"""How a negation word attaches to what it negates ("no WiFi": det; "not available": neg)."""
+_GENERIC = frozenset({"restaurants", "restaurant", "business", "good", "for", "has", "is", "accepts", "the", "a"})
+"""Label words a claim may leave out ("Restaurants Take Out" is said "takeout"; "Good For
+Kids" "kid-friendly" is not matched, which costs recall, not precision)."""
+_CONTAINERS = frozenset({"attributes", "attribute", "properties", "details", "info", "information", "data", "fields",
+                         "features", "options", "extras"})
+"""Parent objects that only group fields: a field under them stands on its own name."""
+_CLAUSE = re.compile(r"[;:.!?]|\b(?:but|while|whereas|although|though|however|yet)\b", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class Field:
+    """One yes/no field of a passage: its label (and its parent object's, where nested),
+    value and offsets in the passage."""
+
+    label: str
+    parent: str | None
+    value: bool
+    passage_index: int
+    start: int
+    end: int
+
+
+def yes_no_fields(evidence: Sequence[Passage]) -> list[Field]:
+    """Every ``label: yes`` / ``label: no`` field of the evidence."""
+    out = []
+    for index, passage in enumerate(evidence):
+        parents = [(m.start(), m.end(), m.group(1).strip()) for m in _PARENT.finditer(passage.text)]
+        for match in _FIELD.finditer(passage.text):
+            line_start = passage.text.rfind("\n", 0, match.start(1)) + 1
+            parent = next((name for start, end, name in parents if start == line_start and end <= match.start(1)), None)
+            out.append(Field(match.group(1).strip(), parent, match.group(2) == "yes", index, match.start(1),
+                             match.end(2)))  # fmt: skip
+    return out
+
+
+def _named_at(claim: str, label: str) -> tuple[int, int] | None:
+    """Where the claim names the field (its label's specific words, together or apart), or None."""
+    words = [w for w in re.findall(r"[A-Za-z]+", label) if w.lower() not in _GENERIC]
+    if not words or len("".join(words)) < 4:
+        return None
+    pattern = r"\b" + r"[\s-]*".join(re.escape(w) for w in words) + r"\b"
+    match = re.search(pattern, claim, re.IGNORECASE)
+    return (match.start(), match.end()) if match else None
+
+
+def _clause(claim: str, span: tuple[int, int]) -> tuple[int, int]:
+    """The stretch around ``span`` between the nearest boundaries (a semicolon, a full stop,
+    "but", "while", ...), where the claim's parent object must be named."""
+    start = max((m.end() for m in _CLAUSE.finditer(claim, 0, span[0])), default=0)
+    after = _CLAUSE.search(claim, span[1])
+    return start, after.start() if after else len(claim)
+
+
+def _negated(claim: str, span: tuple[int, int]) -> bool:
+    """The field's name is negated in the claim's parse: a negation ("not", "no",
+    "without", ...) on the way from the name up to its own verb, that verb included. "does
+    not offer valet, garage, or street parking" negates every item; "outdoor seating is not
+    available" too; "While it does not offer WiFi, street parking is available" does not
+    negate street parking (its verb is "is")."""
+    doc = analyse(claim).doc
+    inside = [t for t in doc if t.idx < span[1] and t.idx + len(t) > span[0]]
+    if not inside:
+        return False
+    token = inside[-1]
+    while True:
+        if any(c.dep_ == "neg" or (c.lower_ in _NEGATION_WORDS and c.dep_ in _NEGATING) for c in token.children):
+            return True
+        if token.lower_ == "without" or token.lemma_ == "lack":  # "without WiFi", "the lack of take-out"
+            return True
+        if _clause_head(token) or token.head.i == token.i:
+            return token.head.lower_ == "without"  # "without being trendy"
+        token = token.head
+
+
+def _clause_head(token: Token) -> bool:
+    """A verb that heads its own clause; a participle used as a modifier or a list item
+    ("no valet or validated parking") is not one."""
+    if token.pos_ not in ("VERB", "AUX"):
+        return False
+    return not (token.tag_ == "VBN" and token.dep_ in ("amod", "compound", "conj", "acl"))
+
+
+def _parent_named(claim: str, span: tuple[int, int], parent: str | None) -> bool:
+    """A nested field (``Business Parking — street: no``) counts only where the claim's
+    clause names its parent too ("street parking"; "ambiance" for "Ambience", spelled
+    either way): a bare "street" is an address."""
+    if parent is None:
+        return True
+    words = [w.lower() for w in re.findall(r"[A-Za-z]+", parent)
+             if w.lower() not in _GENERIC | _CONTAINERS and len(w) > 3]  # fmt: skip
+    if not words:
+        return True
+    start, end = _clause(claim, span)
+    said = [w.lower() for w in re.findall(r"[A-Za-z]+", claim[start:end])]
+    return any(fuzz.ratio(w, s) >= 85 for w in words for s in said)
+
+
+def field_mismatches(claim: str, evidence: Sequence[Passage]) -> list[Mismatch]:
+    """The yes/no fields the claim states the opposite of (``field_polarity``)."""
+    out = []
+    for field in yes_no_fields(evidence):
+        span = _named_at(claim, field.label)
+        if span is None or not _parent_named(claim, span, field.parent) or _negated(claim, span) != field.value:
+            continue
+        stated = evidence[field.passage_index].text[field.start : field.end]
+        out.append(Mismatch(kind="negation", span=span, text=claim[span[0] : span[1]], replacement=stated,
+                            evidence_index=field.passage_index, evidence_span=(field.start, field.end),
+                            rule="field_polarity"))  # fmt: skip
+    return out
