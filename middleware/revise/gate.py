@@ -220,15 +220,29 @@ async def entails_edit(check: Recheck) -> str | None:
 
 
 async def context_consistent(check: Recheck) -> str | None:
+    """Refuses only where the answer already stated a value the edit replaces (the edit would
+    make the answer say two things) and the NLI model finds the edited sentence contradicting
+    the earlier text more than the original did. A contradiction the NLI model reads into
+    another fact of the answer ("She shared the 1903 Nobel Prize in Physics" against "... in
+    Chemistry, in 1911") is no reason: the demo's right fix was refused for it."""
     nli, result = check.gate.nli, check.result
     if not check.context or nli is None:
+        return None
+    stated = [e.original for e in result.edits if _states(check.context, e.original)]
+    if not stated:
         return None
     probs = await nli.probabilities([(check.context, result.original), (check.context, result.text)])
     check.scores["context_contradicts_edited"] = round(float(probs[1, _CONTRADICT]), 4)
     worse = probs[1, _CONTRADICT] > probs[0, _CONTRADICT]
     if worse and probs[1, _CONTRADICT] >= check.gate.policy.max_context_contradiction:
-        return "the edited sentence contradicts what the answer already said"
+        return f"the answer already said {stated[0]!r} earlier: the edited sentence would contradict it"
     return None
+
+
+def _states(text: str, value: str) -> bool:
+    """``text`` holds ``value`` as whole words."""
+    value = value.strip()
+    return bool(value) and re.search(rf"(?<!\w){re.escape(value)}(?!\w)", text, re.IGNORECASE) is not None
 
 
 RECHECK_RULES: dict[str, RecheckRule] = {

@@ -232,6 +232,20 @@ async def test_context_consistent() -> None:
     assert (await _gate(rule, ("context_consistent",)).review(result, _passages(), context)).status == "applied"
 
 
+async def test_context_consistent_needs_the_answer_to_have_stated_the_replaced_value() -> None:
+    """The demo's case: the answer said she shared the 1903 Physics prize; the NLI model
+    reads a contradiction into 1911 for Chemistry, which is no reason to refuse the fix."""
+    context = "She shared the 1903 Nobel Prize in Physics with Pierre Curie and Henri Becquerel."
+
+    def rule(premise: str, hypothesis: str) -> list[float]:
+        if premise == context:
+            return [0.02, 0.03, 0.95] if "1911" in hypothesis else [0.9, 0.05, 0.05]
+        return _entails("1911")(premise, hypothesis)
+
+    result = _swap(PLAIN, "1915", "1911", CHEMISTRY)
+    assert (await _gate(rule).review(result, _passages(), context)).status == "applied"
+
+
 class _RecordingEditor:
     """An inner editor double that records being asked and proposes nothing."""
 

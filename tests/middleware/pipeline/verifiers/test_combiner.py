@@ -132,3 +132,14 @@ def test_the_pruned_rules_are_off_by_default_only_under_the_learned_decision(mon
     monkeypatch.setenv("FACTCHECK_PIPELINE__RULES__DISABLED", "[]")
     learned.combiner = combiner
     assert with_rules(learned, load_settings()).slots.disabled == frozenset()
+
+
+async def test_a_field_the_claim_states_the_opposite_of_stands_where_the_combiner_finds_support() -> None:
+    from middleware.evidence.request_passages import readable
+
+    evidence = passages_from_texts([readable('{"name": "Finch & Fork", "attributes": {"OutdoorSeating": false}}')])
+    lenient = Combiner(_weights([_stump("focus_entail", 0.0, -1.0, 1.0)], [_stump("focus_contra", 0.0, 0.0, 1.0)], attributable=0.5))
+    # the NLI model reads "Outdoor Seating: no" as support (P 0.94 with the bundled model)
+    verdict = await _hybrid(lenient, [0.94, 0.02, 0.04]).verify("The restaurant offers outdoor seating.", evidence)
+    assert verdict.label == "contradictory" and [r.name for r in verdict.rules] == ["field_polarity"]
+    assert verdict.evidence_sentence == "Outdoor Seating: no"

@@ -1,0 +1,64 @@
+"""Structured data read field by field (``fields.py``: the ``field_polarity`` rule)."""
+
+from __future__ import annotations
+
+import pytest
+
+from middleware.evidence.request_passages import readable
+from middleware.pipeline.alignment import Aligner
+from middleware.pipeline.verifiers import SlotsVerifier, passages_from_texts
+from middleware.pipeline.verifiers.fields import field_mismatches, yes_no_fields
+from tests.support.pipeline_doubles import HashingEmbedder
+
+pytestmark = pytest.mark.usefixtures("warm_spacy")
+
+RECORD = readable(str({
+    "name": "Finch & Fork", "city": "Santa Barbara",
+    "attributes": {"OutdoorSeating": False, "RestaurantsReservations": True, "WiFi": "free", "Music": False,
+                   "BusinessParking": {"street": False, "garage": True}, "Ambience": {"casual": False}},
+}))  # fmt: skip
+EVIDENCE = passages_from_texts([RECORD])
+
+
+def test_yes_no_fields_are_read_with_their_parent_object():
+    fields = {(f.label, f.parent, f.value) for f in yes_no_fields(EVIDENCE)}
+    assert ("Outdoor Seating", "attributes", False) in fields
+    assert ("street", "Business Parking", False) in fields and ("garage", "Business Parking", True) in fields
+    assert not any(f.label == "WiFi" for f in yes_no_fields(EVIDENCE))  # 'free' is no yes/no
+
+
+@pytest.mark.parametrize(("claim", "stated"), [
+    ("The restaurant offers outdoor seating.", "Outdoor Seating: no"),
+    ("Guests can enjoy live music and outdoor seating.", "Outdoor Seating: no"),
+    ("It does not take reservations.", "Restaurants Reservations: yes"),
+    ("Reservations are not accepted.", "Restaurants Reservations: yes"),
+    ("Street parking is available.", "street: no"),
+    ("The ambiance is casual.", "casual: no"),
+])  # fmt: skip
+def test_a_claim_stating_the_opposite_of_a_field_is_a_located_contradiction(claim, stated):
+    found = field_mismatches(claim, EVIDENCE)
+    assert stated in [m.replacement for m in found]
+    first = next(m for m in found if m.replacement == stated)
+    assert first.rule == "field_polarity" and first.kind == "negation"
+    assert RECORD[first.evidence_span[0]:first.evidence_span[1]] == stated
+
+
+@pytest.mark.parametrize("claim", [
+    "The restaurant has no outdoor seating.",
+    "There is no outdoor seating, but it takes reservations.",
+    "While it does not offer outdoor seating, it takes reservations.",
+    "It doesn't provide street parking, but garage parking is available.",
+    "The restaurant is on State Street.",  # a bare 'street' is an address, not the parking field
+    "Guests praise the casual staff.",  # 'casual' of Ambience, but no ambiance named
+    "It offers free WiFi.",
+])  # fmt: skip
+def test_claims_that_agree_or_do_not_name_the_field_are_left_alone(claim):
+    assert field_mismatches(claim, EVIDENCE) == []
+
+
+async def test_the_slots_verifier_reports_the_field_and_the_rule_switches_off():
+    verdict = await SlotsVerifier(Aligner(HashingEmbedder())).verify("The restaurant offers outdoor seating.", EVIDENCE)
+    assert verdict.label == "contradictory" and [r.name for r in verdict.rules] == ["field_polarity"]
+    assert verdict.evidence_sentence == "Outdoor Seating: no" and "Outdoor Seating: no" in verdict.reason
+    off = SlotsVerifier(Aligner(HashingEmbedder()), disabled=("field_polarity",))
+    assert (await off.verify("The restaurant offers outdoor seating.", EVIDENCE)).label != "contradictory"
