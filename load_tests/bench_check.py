@@ -10,7 +10,12 @@ process's CPU time (every thread: event loop, parse and model threads) over the 
 the checks it completed: the cost of a check, whatever the machine's other load does to the
 wall-clock figures.
 
-    python -m load_tests.bench_check --streams 1,20 [--mode correct]
+    python -m load_tests.bench_check --streams 1,20 [--mode correct] [--documents 3]
+
+``--documents N``: each answer's request brings its own documents, as a RAG app's would: the
+N demo corpus files sharing the most words with the answer, searched alone
+(``context_policy: only``), so the figure includes reading a request's context whole
+(``evidence.context_whole_chars``).
 """
 
 from __future__ import annotations
@@ -27,7 +32,7 @@ import typer
 from middleware.checking import CheckRunner
 from middleware.text.answer_segmenter import segment_text
 from middleware.settings import load_settings
-from middleware.types import CheckContext, Mode, Sentence
+from middleware.types import CheckContext, Mode, Passage, Sentence
 
 
 def _sentences(text: str) -> list[Sentence]:
@@ -39,8 +44,19 @@ def _shift_numbers(text: str, by: int) -> str:
     return re.sub(r"\b(1[5-9]\d\d|20\d\d)\b", lambda m: str(int(m.group()) + by), text)
 
 
-async def _one_answer(runner: CheckRunner, text: str, latencies: list[float], mode: Mode = Mode.ANNOTATE) -> None:
-    checks = runner.session(CheckContext(mode=mode))
+def _documents(answer: str, corpus: dict[str, str], n: int) -> list[Passage]:
+    """The ``n`` corpus files sharing the most words with ``answer``, cut like a request's context."""
+    from middleware.evidence.request_passages import ContextText, context_passages
+
+    words = set(re.findall(r"\w+", answer.lower()))
+    ranked = sorted(corpus, key=lambda name: -len(words & set(re.findall(r"\w+", corpus[name].lower()))))
+    return context_passages([ContextText(f"factcheck.context[{i}]", corpus[name]) for i, name in enumerate(ranked[:n])])
+
+
+async def _one_answer(runner: CheckRunner, text: str, latencies: list[float], mode: Mode = Mode.ANNOTATE,
+                      documents: list[Passage] | None = None) -> None:
+    options = {"context_policy": "only"} if documents else {}
+    checks = runner.session(CheckContext(mode=mode, request_passages=documents or [], options=options))
     sentences = _sentences(text)
     started: dict[int, float] = {}
     for sentence in sentences:
@@ -53,13 +69,15 @@ async def _one_answer(runner: CheckRunner, text: str, latencies: list[float], mo
 
 
 async def _run(
-    runner: CheckRunner, answers: list[str], streams: int, mode: Mode = Mode.ANNOTATE
+    runner: CheckRunner, answers: list[str], streams: int, mode: Mode = Mode.ANNOTATE,
+    documents: dict[str, list[Passage]] | None = None,
 ) -> tuple[list[float], float]:
     latencies: list[float] = []
     t0 = time.perf_counter()
     batch = [answers[i % len(answers)] for i in range(max(streams, len(answers)))]
+    given = documents or {}
     for start in range(0, len(batch), streams):
-        await asyncio.gather(*(_one_answer(runner, a, latencies, mode) for a in batch[start : start + streams]))
+        await asyncio.gather(*(_one_answer(runner, a, latencies, mode, given.get(a)) for a in batch[start : start + streams]))
     return latencies, time.perf_counter() - t0
 
 
@@ -77,9 +95,10 @@ def _pct(values: list[float], q: float) -> float:
 def main(
     streams: Annotated[str, typer.Option(help="comma-separated concurrent streams")] = "1,20",
     mode: Annotated[Mode, typer.Option(help="annotate, or correct (contradicted sentences are also edited)")] = Mode.ANNOTATE,
+    documents: Annotated[int, typer.Option(help="demo corpus files each answer's request brings as its context (0: none)")] = 0,
 ) -> None:
     from adapters.demo_upstream import DemoAnswers
-    from middleware.evidence.index import ensure_demo_index
+    from middleware.evidence.index import DEMO_CORPUS, ensure_demo_index
     from middleware.composition.pipeline import build_pipeline_checker
 
     settings = load_settings()
@@ -87,16 +106,21 @@ def main(
     checker = build_pipeline_checker(settings)
     check_settings = settings.check.model_copy(update={"sentence_budget_s": 60.0})
     answers = [a["answer"] for a in DemoAnswers.load().answers]
+    corpus = {str(p): p.read_text(encoding="utf-8") for p in sorted(DEMO_CORPUS.rglob("*.md")) if p.name != "README.md"}
+
+    def with_documents(texts: list[str]) -> dict[str, list[Passage]] | None:
+        return {t: _documents(t, corpus, documents) for t in texts} if documents else None
     print("| streams | pass | sentences | p50 ms | p95 ms | max ms | sentences/s | cpu ms/check |")
     print("|---|---|---|---|---|---|---|---|")
 
     async def bench() -> None:
         runner = CheckRunner(checker, check_settings)
-        await _run(runner, answers, 4, mode)  # warm-up: sessions, spaCy, caches
+        await _run(runner, answers, 4, mode, with_documents(answers))  # warm-up: sessions, spaCy, caches
         for n in [int(s) for s in streams.split(",")]:
             for label, texts in (("warm", answers), ("cold", [_shift_numbers(a, n) for a in answers])):
+                given = with_documents(texts)
                 cpu = process_cpu_s()
-                latencies, elapsed = await _run(runner, texts, n, mode)
+                latencies, elapsed = await _run(runner, texts, n, mode, given)
                 cpu_ms = 1000 * (process_cpu_s() - cpu) / len(latencies)
                 print(f"| {n} | {label} | {len(latencies)} | {statistics.median(latencies) * 1000:.0f} | "
                       f"{_pct(latencies, 0.95):.0f} | {max(latencies) * 1000:.0f} | {len(latencies) / elapsed:.1f} | "

@@ -73,6 +73,8 @@ class Answer:
     task: str = ""
     hallucinated: bool | None = None
     """Response-level gold where the set gives it (RAGTruth: any span); else any unsupported sentence."""
+    spans: list[tuple[int, int, str]] = field(default_factory=list)
+    """The gold spans where the set marks them (RAGTruth): start, end, kind (conflict, baseless)."""
 
     @property
     def sentences(self) -> list[str]:
@@ -149,6 +151,7 @@ def ragtruth_answers(data_root: Path, split: str = "test") -> list[Answer]:
         out.append(Answer(
             row["id"], RAGTRUTH, question, text, units, [gold_label(s, e, row["spans"]) for s, e in units],
             list(row["context"]), task=row["task_type"], hallucinated=bool(row["spans"]),
+            spans=[(sp["start"], sp["end"], sp["kind"]) for sp in row["spans"]],
         ))  # fmt: skip
     return out
 
@@ -242,18 +245,41 @@ def dump(streamed: Mapping[tuple[str, str], Sequence[Streamed]], alone: Mapping[
 
 
 def changes(streamed: Streamed) -> list[dict[str, Any]]:
-    """Every change correct mode applied: the sentence, the suggestion, the evidence sentence."""
+    """Every change correct mode applied: the sentence, the suggestion, the evidence sentence,
+    the gold of the sentence changed, and how it stands against the gold: ``grounded`` (every
+    inserted value is stated by the answer's documents), ``in_gold_span`` (where the set marks
+    spans: every applied edit overlaps a conflict or baseless span) and ``wrong`` (the sentence
+    was right, or an edit lies outside every gold span)."""
     out = []
+    answer = streamed.answer
+    documents = " ".join(answer.documents).casefold()
     for report in streamed.reports:
         revision = report.get("revision") or {}
-        if revision.get("status") == "applied":
-            index = _gold_sentence(streamed.answer.units, report)
-            gold = streamed.answer.gold[index] if index is not None else None
-            out.append({
-                "answer": streamed.answer.id, "original": report["text"], "suggested": revision.get("suggested"),
-                "evidence_sentence": revision.get("evidence_sentence"), "gold_of_original": gold,
-            })  # fmt: skip
+        if revision.get("status") != "applied":
+            continue
+        index = _gold_sentence(answer.units, report)
+        gold = answer.gold[index] if index is not None else None
+        edits = report.get("edits") or []
+        inside = [any(s < e["end"] and e["start"] < t for s, t, _ in answer.spans) for e in edits]
+        in_span = bool(edits) and all(inside) if answer.spans or answer.dataset in CONTRADICTION_LABELLED else None
+        out.append({
+            "answer": answer.id, "original": report["text"], "suggested": revision.get("suggested"),
+            "evidence_sentence": revision.get("evidence_sentence"), "gold_of_original": gold,
+            "grounded": bool(edits) and all(e["replacement"].strip().casefold() in documents for e in edits),
+            "in_gold_span": in_span, "wrong": gold == "attributable" or in_span is False,
+        })  # fmt: skip
     return out
+
+
+def change_figures(answers: Sequence[Answer], made: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """Correct mode against the gold: changes, grounded fixes, wrong edits, and (where the
+    set marks conflict spans) the share of them a change fixed."""
+    conflicts = sum(kind == "conflict" for a in answers for *_, kind in a.spans)
+    fixed = sum(bool(c["in_gold_span"]) and c["gold_of_original"] == "contradictory" and c["grounded"] for c in made)
+    return {
+        "changes_made": len(made), "grounded_fixes": sum(c["grounded"] and not c["wrong"] for c in made),
+        "wrong_edits": sum(c["wrong"] for c in made), "conflict_spans_fixed": _pct(fixed, conflicts),
+    }
 
 
 def _pct(numerator: int | float, denominator: int | float) -> float | None:
@@ -297,6 +323,7 @@ def score(results: Sequence[Streamed], alone: Mapping[str, Sequence[str]] | None
     out = {"answers": len(results), "errors": sum(r.error is not None for r in results)}
     out |= verdict_figures(answered, [[o["labels"] for o in sentence_outcomes(r)] for r in ok])
     out["changes"] = [c for r in ok for c in changes(r)]
+    out |= change_figures(answered, out["changes"])
     if alone is not None:
         out["verifier_alone"] = verdict_figures(answered, [[[label] for label in alone[a.id]] for a in answered])
     return out
@@ -447,15 +474,15 @@ def render(results: dict[str, Any]) -> str:
     """One row per set (and task) and mode; each figure with the verifier alone's beside it
     (``e2e | alone``), then every change correct mode made."""
     head = f"{'set/mode':<30}{'answers':>8}{'sents':>7}{'unchecked':>10}" + "".join(f"{h:>16}" for _, h in COLUMNS)
-    head += f"{'changes':>9}"
+    head += f"{'changes (fixes/wrong)':>23}"
     lines = [head, "-" * len(head)]
     for name, r in results.items():
         alone = r.get("verifier_alone") or {}
         cells = "".join(
             f"{_cell(r[key]) + (' | ' + _cell(alone.get(key)) if alone else ''):>16}" for key, _ in COLUMNS
         )
-        lines.append(f"{name:<30}{r['answers']:>8}{r['sentences']:>7}{r['unchecked_sentences']:>10}{cells}"
-                     f"{len(r['changes']):>9}")
+        changed = f"{r['changes_made']} ({r['grounded_fixes']}/{r['wrong_edits']})"
+        lines.append(f"{name:<30}{r['answers']:>8}{r['sentences']:>7}{r['unchecked_sentences']:>10}{cells}{changed:>23}")
     lines.append("each cell: end to end through the proxy | the verifier alone on the same sentences, whole context")
     for name, r in results.items():
         if ":" in name:  # a task's changes are its set's
@@ -463,7 +490,8 @@ def render(results: dict[str, Any]) -> str:
         for change in r["changes"]:
             lines.append(
                 f"\n[{name}] {change['original']!r}\n  -> {change['suggested']!r}\n  evidence: {change['evidence_sentence']!r}"
-                f"\n  gold of the original: {change['gold_of_original']}"
+                f"\n  gold of the original: {change['gold_of_original']}; grounded: {change['grounded']}; "
+                f"in a gold span: {change['in_gold_span']}; wrong: {change['wrong']}"
             )
     return "\n".join(lines)
 

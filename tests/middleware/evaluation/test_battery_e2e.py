@@ -23,8 +23,9 @@ def _answer() -> Answer:
                          ["attributable", "extrapolatory", "attributable"], ["doc"])  # fmt: skip
 
 
-def _report(start: int, end: int, label: str, revision: dict | None = None) -> dict:
-    return {"start": start, "end": end, "text": "x", "verdict": {"label": label}, "revision": revision}
+def _report(start: int, end: int, label: str, revision: dict | None = None, edits: list | None = None) -> dict:
+    return {"start": start, "end": end, "text": "x", "verdict": {"label": label}, "revision": revision,
+            "edits": edits or []}
 
 
 def test_reports_land_on_the_gold_sentence_they_overlap() -> None:
@@ -37,8 +38,9 @@ def test_reports_land_on_the_gold_sentence_they_overlap() -> None:
 
 def test_skipped_sentences_are_not_flags_and_changes_are_listed() -> None:
     applied = {"status": "applied", "suggested": "Dogs run.", "evidence_sentence": "Dogs run."}
+    edit = {"start": 16, "end": 19, "original": "fly", "replacement": "run"}
     streamed = Streamed(_answer(), "correct", reports=[
-        _report(0, 10, "attributable"), _report(11, 20, "contradictory", applied), _report(21, 31, "skipped"),
+        _report(0, 10, "attributable"), _report(11, 20, "contradictory", applied, [edit]), _report(21, 31, "skipped"),
     ])  # fmt: skip
     result = score([streamed])
     assert result["flagged_balanced_accuracy"] == 100.0 and result["true_sentences_flagged"] == 0.0
@@ -47,7 +49,9 @@ def test_skipped_sentences_are_not_flags_and_changes_are_listed() -> None:
     assert result["unchecked_sentences"] == 1
     assert result["response_precision"] == 100.0 and result["response_f1"] == 100.0
     assert result["changes"] == [{"answer": "a1", "original": "x", "suggested": "Dogs run.",
-                                  "evidence_sentence": "Dogs run.", "gold_of_original": "extrapolatory"}]  # fmt: skip
+                                  "evidence_sentence": "Dogs run.", "gold_of_original": "extrapolatory",
+                                  "grounded": False, "in_gold_span": None, "wrong": False}]  # fmt: skip
+    assert result["changes_made"] == 1 and result["wrong_edits"] == 0 and result["grounded_fixes"] == 0
 
 
 def test_the_verifier_alone_is_scored_on_the_same_sentences() -> None:
@@ -104,3 +108,19 @@ def test_the_gate_holds_every_figure_it_names_within_the_tolerance() -> None:
     worse = {"ragtruth/annotate": {"flagged_balanced_accuracy": 68.9, "response_f1": 60.0, "true_sentences_flagged": 31.5}}
     drops = regressions(worse, before)
     assert len(drops) == 2 and "flagged_balanced_accuracy" in drops[0] and "true_sentences_flagged" in drops[1]
+
+
+def test_a_ragtruth_change_is_judged_against_the_spans_and_the_documents(tmp_path: Path) -> None:
+    [answer] = ragtruth_answers(_ragtruth(tmp_path), "test")
+    answer.documents = ["The cafe opens at 8."]
+    fix = {"start": 18, "end": 19, "original": "9", "replacement": "8"}
+    wrong = {"start": 24, "end": 30, "original": "serves", "replacement": "sells"}
+    applied = {"status": "applied", "suggested": "s", "evidence_sentence": "e"}
+    streamed = Streamed(answer, "correct", reports=[
+        _report(0, 20, "contradictory", applied, [fix]), _report(21, 35, "contradictory", applied, [wrong])])
+    result = score([streamed])
+    first, second = result["changes"]
+    assert first["grounded"] and first["in_gold_span"] and not first["wrong"]
+    assert not second["grounded"] and second["in_gold_span"] is False and second["wrong"]  # a right sentence changed
+    assert (result["changes_made"], result["grounded_fixes"], result["wrong_edits"]) == (2, 1, 1)
+    assert result["conflict_spans_fixed"] == 100.0
