@@ -35,6 +35,10 @@ class Claim:
     def analysis(self) -> Analysis:
         return analyse(self.text)
 
+    def as_written(self) -> Claim:
+        """The sentence itself as the claim, not its standalone rewrite."""
+        return Claim(self.sentence, self.worthiness, Decontextualised(self.sentence, self.sentence))
+
 
 async def prepare_claim(
     sentence: str,

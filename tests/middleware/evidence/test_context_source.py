@@ -274,3 +274,31 @@ async def test_an_instruction_is_checked_against_documents_and_skipped_without(d
     report = await check_sentence(fc, Sentence(index=0, start=0, end=len(text), text=text),
                                   CheckContext(request_passages=passages))
     assert (report.verdict.label == "skipped") == (document != LONG)
+
+
+async def test_a_claim_is_verified_as_written_against_documents_read_whole_and_rewritten_otherwise():
+    from middleware.pipeline.decontext import Decontextualised
+
+    class Rewriter:
+        async def decontextualise(self, sentence, previous, question=None):  # noqa: ANN001, ANN202
+            return Decontextualised(sentence, sentence.replace("It ", "Acme Corporation "))
+
+    class Recording:
+        name = "recording"
+
+        def __init__(self, inner) -> None:  # noqa: ANN001
+            self.inner, self.claims = inner, []
+
+        async def verify(self, claim, evidence, context=None):  # noqa: ANN001, ANN201
+            self.claims.append(claim)
+            return await self.inner.verify(claim, evidence, context)
+
+    passages = request_passages(ChatRequest.model_validate({"messages": [{"role": "system", "content": LONG}]}))
+    text = "It was founded in 1952 by Ruth Alvarez."
+    for whole_chars, expected in ((20_000, text), (0, "Acme Corporation was founded in 1952 by Ruth Alvarez.")):
+        fc, _ = checker(policy="only", whole_chars=whole_chars)
+        recording = Recording(fc.parts.verifier)
+        fc.parts.verifier, fc.parts.decontext = recording, Rewriter()
+        await check_sentence(fc, Sentence(index=0, start=0, end=len(text), text=text),
+                             CheckContext(request_passages=passages))
+        assert recording.claims == [expected]
