@@ -49,6 +49,15 @@ _CONTAINERS = frozenset({"attributes", "attribute", "properties", "details", "in
 _CLAUSE = re.compile(r"[;:.!?]|\b(?:but|while|whereas|although|though|however|yet)\b", re.IGNORECASE)
 
 
+_ANY_FIELD = re.compile(r"(?:^|;)\s*[A-Za-z][\w ]{0,60}:\s")
+
+
+def is_record(text: str) -> bool:
+    """A line of structured data as ``readable`` renders it: two or more ``label: value``
+    fields separated by semicolons."""
+    return ";" in text and len(_ANY_FIELD.findall(text)) >= 2
+
+
 @dataclass(frozen=True)
 class Field:
     """One yes/no field of a passage: its label (and its parent object's, where nested),

@@ -46,7 +46,7 @@ from middleware.pipeline.slots import (
     slots_agree,
 )
 from middleware.pipeline.verifiers.base import DetailedVerdict, Mismatch, scores_for
-from middleware.pipeline.verifiers.fields import FIELD_RULES, field_mismatches
+from middleware.pipeline.verifiers.fields import FIELD_RULES, field_mismatches, is_record
 from middleware.types import Passage, RuleFinding
 
 log = logging.getLogger(__name__)
@@ -186,7 +186,11 @@ class SlotsVerifier:
         unsupported: list[Slot],
         evidence: list[Passage] | None = None,
     ) -> DetailedVerdict | None:
-        event_lines = _event_lines(claim, lines)
+        # a record's line ("name: Kogilicious; address: 956 ...; business stars: 4.0") is no event
+        # sentence: its values belong to their fields, and read as one sentence '956' (an address)
+        # contradicted '4.0 out of 5 stars' and was put in by correct mode; field_polarity reads records
+        prose = [line for line in lines if not is_record(line.aligned.sentence.text)]
+        event_lines = _event_lines(claim, prose)
         # the topic of the event sentence's own passage, not of another passage ('Vostok 1', the
         # title of Gagarin's flight, does not make 'aboard Vostok 1' Tereshkova's)
         titles = _titles(event_lines, evidence)
@@ -196,7 +200,7 @@ class SlotsVerifier:
         # event's own sentence: another sentence naming it speaks of another event ('Nobile's
         # airship Italia' for 'flew over the North Pole in the airship Italia'), unless it names
         # its passage's topic, which the event's sentence may call 'he' ('he and Tenzing Norgay').
-        stating = [line for line in lines if line.score >= self.strong_align or line in event_lines]
+        stating = [line for line in prose if line.score >= self.strong_align or line in event_lines]
         displaced = [
             s for s in support
             if not any(
@@ -209,7 +213,7 @@ class SlotsVerifier:
         for s in [*unsupported, *displaced]:
             if self.enabled("value_in_event") and (m := self._conflict(s, claim, event_lines, support)):
                 found.append(_named(m, "value_in_event"))
-            elif self.enabled("value_in_same_words") and (m := _anchored_conflict(s, claim, lines)):
+            elif self.enabled("value_in_same_words") and (m := _anchored_conflict(s, claim, prose)):
                 found.append(_named(m, "value_in_same_words"))
         checks = {
             "negation": lambda: self._negation_conflict(claim, lines),

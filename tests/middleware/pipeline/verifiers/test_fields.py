@@ -62,3 +62,22 @@ async def test_the_slots_verifier_reports_the_field_and_the_rule_switches_off():
     assert verdict.evidence_sentence == "Outdoor Seating: no" and "Outdoor Seating: no" in verdict.reason
     off = SlotsVerifier(Aligner(HashingEmbedder()), disabled=("field_polarity",))
     assert (await off.verify("The restaurant offers outdoor seating.", EVIDENCE)).label != "contradictory"
+
+
+def test_a_records_line_is_told_from_prose():
+    from middleware.pipeline.verifiers.fields import is_record
+
+    assert is_record("name: Kogilicious; address: 956 Embarcadero Del Norte; business stars: 4.0")
+    assert not is_record("The tower is 330 metres tall; it was finished in 1889.")
+    assert not is_record("Note: the museum closes at 6.")
+
+
+async def test_a_value_of_another_field_of_a_record_is_no_contradiction():
+    """RAGTruth test, correct mode: '4.0 out of 5 stars' was 'fixed' to '4.0 out of 956 stars',
+    the address's number, read from the record's line as if it were one sentence."""
+    record = passages_from_texts([readable(str({
+        "name": "Kogilicious", "address": "956 Embarcadero Del Norte", "city": "Isla Vista", "state": "CA",
+        "categories": "Korean, Restaurants", "business_stars": 4.0}))])  # fmt: skip
+    claim = "Kogilicious is a Korean restaurant located in Isla Vista, California, with a rating of 4.0 out of 5 stars."
+    verdict = await SlotsVerifier(Aligner(HashingEmbedder())).verify(claim, record)
+    assert verdict.label != "contradictory" and "956" not in (verdict.reason or "")
