@@ -497,7 +497,9 @@ def render(results: dict[str, Any]) -> str:
 
 
 GATED = (("flagged_balanced_accuracy", 1), ("response_f1", 1), ("true_sentences_flagged", -1))
-"""The figures the CI gate holds (name, direction: 1 higher is better, -1 lower is)."""
+"""The figures the CI gate holds (name, direction: 1 higher is better, -1 lower is). Not the
+contradiction figures: RAGTruth's test split has 92 contradicted sentences, one of which is
+more than the gate's point."""
 
 
 def regressions(result: Mapping[str, Any], baseline: Mapping[str, Any], tolerance: float = 1.0) -> list[str]:
@@ -506,7 +508,7 @@ def regressions(result: Mapping[str, Any], baseline: Mapping[str, Any], toleranc
     out = []
     for name, before in baseline.items():
         now = result.get(name)
-        if now is None:
+        if not isinstance(before, Mapping) or not isinstance(now, Mapping):  # a note, or a row not run
             continue
         for key, direction in GATED:
             if now.get(key) is None or before.get(key) is None:
