@@ -70,7 +70,8 @@ GATE_RULES: dict[str, str] = {
     "slots_stated": "without an NLI model: the evidence sentence states every slot of the edit",
     "entails_edit": "the NLI model's P(entailment) of the edit, best reading, reaches min_entailment (a clean "
     "swap the slots verifier finds wholly stated: grounded_entailment)",
-    "context_consistent": "the edit does not contradict what the answer already said",
+    "context_consistent": "the answer did not already state the value the edit replaces, or the edit does not "
+    "contradict what it said",
 }
 """The gate's rules by name, in the order they are applied."""
 
