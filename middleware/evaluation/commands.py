@@ -326,12 +326,8 @@ def eval_battery(
         if ablate:
             typer.echo("\n" + battery.render_ablation(result["ablation"]))
     if baseline is not None:
-        drops = battery.regressions(result, json.loads(baseline.read_text(encoding="utf-8")), tolerance)
-        for line in drops:
-            typer.echo(f"REGRESSION {line}", err=True)
-        if drops:
-            raise typer.Exit(1)
-        typer.echo(f"no set below {baseline} by more than {tolerance} points", err=True)
+        _gate(battery.regressions(result, json.loads(baseline.read_text(encoding="utf-8")), tolerance),
+              f"no set below {baseline} by more than {tolerance} points")
 
 
 def _eval_e2e(data_root: Path, split: str, sets: list[str], limit: int | None, modes: list[str], env: list[str],
@@ -355,9 +351,14 @@ def _eval_e2e(data_root: Path, split: str, sets: list[str], limit: int | None, m
         out.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
     typer.echo(json.dumps(results, indent=2) if json_out else battery_e2e.render(results))
     if baseline is not None:
-        drops = battery_e2e.regressions(results, json.loads(baseline.read_text(encoding="utf-8")), tolerance)
-        for line in drops:
-            typer.echo(f"REGRESSION {line}", err=True)
-        if drops:
-            raise typer.Exit(1)
-        typer.echo(f"no end-to-end figure worse than {baseline} by more than {tolerance} points", err=True)
+        _gate(battery_e2e.regressions(results, json.loads(baseline.read_text(encoding="utf-8")), tolerance),
+              f"no end-to-end figure worse than {baseline} by more than {tolerance} points")
+
+
+def _gate(drops: list[str], passed: str) -> None:
+    """A baseline's verdict: each regression on stderr and exit 1, else ``passed``."""
+    for line in drops:
+        typer.echo(f"REGRESSION {line}", err=True)
+    if drops:
+        raise typer.Exit(1)
+    typer.echo(passed, err=True)

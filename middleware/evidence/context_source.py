@@ -48,21 +48,13 @@ class ContextSource:
         :meth:`top`; sections sharing no term with it last, in request order)."""
         if self._sections_bm25 is None:
             self._sections_bm25 = BM25([terms(embedding_text(p)) for p in self.sections])
-        wanted = terms(query)
-        scores = self._sections_bm25.scores(wanted) if wanted else [0.0] * len(self.sections)
-        best = max(scores, default=0.0) or 1.0
-        order = sorted(range(len(self.sections)), key=lambda i: (-scores[i], i))
-        return [self.sections[i].model_copy(update={"score": scores[i] / best}) for i in order]
+        return _ranked(self._sections_bm25, self.sections, query)
 
     async def search(self, query: str, k: int) -> list[Passage]:
         return self.top(query, k)
 
     def top(self, query: str, k: int) -> list[Passage]:
-        wanted = terms(query)
-        scores = self._bm25.scores(wanted) if self.passages and wanted else []
-        order = sorted((i for i, s in enumerate(scores) if s > 0), key=lambda i: (-scores[i], i))[:k]
-        best = scores[order[0]] if order else 1.0
-        return [self.passages[i].model_copy(update={"score": scores[i] / best}) for i in order]
+        return _ranked(self._bm25, self.passages, query, k)
 
     def coverage(self, query: str, passage: Passage) -> float:
         """IDF-weighted share of the query's terms that ``passage`` holds (0..1)."""
@@ -72,6 +64,18 @@ class ContextSource:
         held = set(terms(embedding_text(passage)))
         weights = {t: self._bm25.idf.get(t, self._bm25.default_idf) for t in set(wanted)}
         return sum(w for t, w in weights.items() if t in held) / (sum(weights.values()) or 1.0)
+
+
+def _ranked(bm25: BM25, passages: Sequence[Passage], query: str, k: int | None = None) -> list[Passage]:
+    """``passages`` by BM25 against ``query``, best first (ties in order), ``score`` divided by
+    the best: with ``k``, the first ``k`` that share a term with it; without, all of them."""
+    wanted = terms(query)
+    scores = bm25.scores(wanted) if passages and wanted else [0.0] * len(passages)
+    order = sorted(range(len(passages)), key=lambda i: (-scores[i], i))
+    if k is not None:
+        order = [i for i in order if scores[i] > 0][:k]
+    best = max(scores, default=0.0) or 1.0
+    return [passages[i].model_copy(update={"score": scores[i] / best}) for i in order]
 
 
 def sections(passages: Sequence[Passage]) -> list[Passage]:

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from rapidfuzz import fuzz
 from spacy.tokens import Token
 
+from middleware.pipeline.lexicon import NEGATORS
 from middleware.pipeline.slots import analyse
 from middleware.pipeline.verifiers.base import Mismatch
 from middleware.types import Passage
@@ -37,7 +38,6 @@ FIELD_RULES = {
 _FIELD = re.compile(r"(?:^|[;—\n]|^- )\s*([A-Za-z][A-Za-z ]{1,60}?):\s*(yes|no)\s*(?=;|$|\n)", re.MULTILINE)
 _PARENT = re.compile(r"^- ([^\n—:;]{1,60}) — ", re.MULTILINE)
 """A nested object's line: ``- Business Parking — garage: no`` (the parent's label before the dash)."""
-_NEGATION_WORDS = frozenset({"no", "not", "n't", "never", "none", "nor", "neither"})
 _NEGATING = frozenset({"det", "neg", "advmod", "preconj", "dep"})
 """How a negation word attaches to what it negates ("no WiFi": det; "not available": neg)."""
 _GENERIC = frozenset({"restaurants", "restaurant", "business", "good", "for", "has", "is", "accepts", "the", "a"})
@@ -114,7 +114,7 @@ def _negated(claim: str, span: tuple[int, int]) -> bool:
         return False
     token = inside[-1]
     while True:
-        if any(c.dep_ == "neg" or (c.lower_ in _NEGATION_WORDS and c.dep_ in _NEGATING) for c in token.children):
+        if any(c.dep_ == "neg" or (c.lower_ in NEGATORS and c.dep_ in _NEGATING) for c in token.children):
             return True
         if token.lower_ == "without" or token.lemma_ == "lack":  # "without WiFi", "the lack of take-out"
             return True

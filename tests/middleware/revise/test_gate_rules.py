@@ -218,14 +218,21 @@ async def test_slots_stated() -> None:
     assert (await lenient.review(result, _passages())).status == "applied"
 
 
-async def test_context_consistent() -> None:
-    context = "Marie Curie won her second Nobel Prize in 1915, and nothing else."
+def _contradicting_context(context: str):  # noqa: ANN202
+    """An NLI rule under which ``context`` contradicts any sentence saying 1911, which the
+    evidence entails."""
 
     def rule(premise: str, hypothesis: str) -> list[float]:
         if premise == context:
             return [0.02, 0.03, 0.95] if "1911" in hypothesis else [0.9, 0.05, 0.05]
         return _entails("1911")(premise, hypothesis)
 
+    return rule
+
+
+async def test_context_consistent() -> None:
+    context = "Marie Curie won her second Nobel Prize in 1915, and nothing else."
+    rule = _contradicting_context(context)
     result = _swap(PLAIN, "1915", "1911", CHEMISTRY)
     refused = await _gate(rule).review(result, _passages(), context)
     assert refused.rule == "context_consistent" and "context_contradicts_edited" in refused.scores
@@ -236,14 +243,8 @@ async def test_context_consistent_needs_the_answer_to_have_stated_the_replaced_v
     """The demo's case: the answer said she shared the 1903 Physics prize; the NLI model
     reads a contradiction into 1911 for Chemistry, which is no reason to refuse the fix."""
     context = "She shared the 1903 Nobel Prize in Physics with Pierre Curie and Henri Becquerel."
-
-    def rule(premise: str, hypothesis: str) -> list[float]:
-        if premise == context:
-            return [0.02, 0.03, 0.95] if "1911" in hypothesis else [0.9, 0.05, 0.05]
-        return _entails("1911")(premise, hypothesis)
-
     result = _swap(PLAIN, "1915", "1911", CHEMISTRY)
-    assert (await _gate(rule).review(result, _passages(), context)).status == "applied"
+    assert (await _gate(_contradicting_context(context)).review(result, _passages(), context)).status == "applied"
 
 
 class _RecordingEditor:
