@@ -61,6 +61,7 @@ def build_editor(
 def build_gate(settings: Settings, verifier: Verifier) -> EditGate:
     """The edit gate over the pipeline's verifier and its NLI model (when it has one)."""
     nli = verifier.nli if isinstance(verifier, HybridVerifier) else verifier if isinstance(verifier, NLIVerifier) else None
+    combiner = verifier.combiner if isinstance(verifier, HybridVerifier) else None
     minimum = settings.pipeline.edit_min_entailment
     if minimum is None:
         minimum = nli.precise_entailment if nli is not None else 0.5
@@ -69,9 +70,8 @@ def build_gate(settings: Settings, verifier: Verifier) -> EditGate:
         max_context_contradiction=settings.pipeline.edit_max_context_contradiction,
         wording=settings.pipeline.edit_wording,
         grounded_entailment=min(minimum, nli.entail_threshold) if nli is not None else minimum,
-        supported_edit=verifier.combiner.edit_threshold
-        if isinstance(verifier, HybridVerifier) and verifier.combiner is not None
-        else None,
+        supported_edit=combiner.edit_threshold if combiner is not None else None,
+        grounded_supported=combiner.attributable_threshold if combiner is not None else None,
     )
     slots = verifier.slots if isinstance(verifier, HybridVerifier) else verifier if isinstance(verifier, SlotsVerifier) else None
     return EditGate(verifier, nli, policy, slots, disabled=settings.pipeline.rules.gate_disabled)

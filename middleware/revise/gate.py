@@ -84,6 +84,7 @@ class GatePolicy:
     grounded_entailment: float = 0.5  # P(entailment) enough for a clean swap the slots verifier finds wholly stated
     wording: bool = False  # also apply edits of words that are no number, date or name (verbs, negation)
     supported_edit: float | None = None  # the verifier's P(attributable) the edited sentence needs (its combiner's)
+    grounded_supported: float | None = None  # that P for a clean swap the slots verifier finds wholly stated
 
 
 class EditGate:
@@ -193,8 +194,19 @@ async def edit_not_contradicted(check: Recheck) -> str | None:
 
 
 async def edit_supported(check: Recheck) -> str | None:
-    threshold = check.gate.policy.supported_edit
+    """The verifier's P(attributable) of the edit from its evidence sentence reaches the
+    combiner's edit threshold; a clean swap that the slots verifier finds wholly stated
+    (``_grounded``, as for ``entails_edit``) needs only ``grounded_supported`` (the
+    combiner's decision threshold): 'Fifteen passengers were evaluated by medical personnel
+    at the airport, but none were transported' from '... were examined ..., but no one was
+    transported ...' reads P=0.72 for its paraphrased verbs, the figure being the
+    evidence's own (RAGTruth train)."""
+    policy = check.gate.policy
     supported = check.after.scores.get("attributable", 0.0)
+    threshold = policy.supported_edit
+    if threshold is not None and supported < threshold and policy.grounded_supported is not None:
+        if supported >= policy.grounded_supported and await _grounded(check):
+            return None
     if threshold is not None and supported < threshold:
         return (
             f"the verifier does not find the edited sentence supported by the evidence sentence "

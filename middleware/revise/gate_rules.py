@@ -346,16 +346,24 @@ def subject_named(proposal: Proposal) -> str | None:
     return f"the evidence passage ({title}) never names '{subject.text}': it is about something else"
 
 
+_FIGURES = frozenset({"number", "quantity", "date"})
+
+
 def name_stated_elsewhere(proposal: Proposal) -> str | None:
     """A name the edit replaces that the evidence passage states itself: 'Roger Bannister was
     born in Oxford' against a passage where he was born in Harrow and died in Oxford is as
-    likely a wrong verb as a wrong place, so 'Harrow' is no safe fix."""
+    likely a wrong verb as a wrong place, so 'Harrow' is no safe fix. A figure is no name,
+    even capitalised at the start of a sentence: 'Four alleged attackers were killed' against
+    'against four militants who crossed ... Three of the alleged attackers were killed' was
+    refused as if 'Four' named something (RAGTruth train); a count of one event stated for
+    another is the common case, and the re-verification rules judge the fixed figure."""
     if proposal.passage is None:
         return None
     text = f" {normalise_name(proposal.passage.text)} "
     for edit in proposal.result.edits:
         old = edit.original.strip()
-        is_name = old[:1].isupper() or any(s.kind == "entity" for s in analyse(old).slots)
+        kinds = {s.kind for s in analyse(old).slots}
+        is_name = "entity" in kinds or (old[:1].isupper() and not kinds & _FIGURES)
         if is_name and (name := normalise_name(old)) and f" {name} " in text:
             return f"the evidence names '{old}' for something else: the claim may have the wrong verb, not the wrong name"
     return None

@@ -171,7 +171,7 @@ class HybridVerifier:
         # on sentences people judged supported, and the combiner's support vetoes them there
         located = slots.label == "contradictory" and any(m.kind in _DECISIVE for m in slots.mismatches)
         if (p_contra >= combiner.contradictory_threshold or (located and p_attr < combiner.attributable_threshold)
-                or _stated_field(slots)):
+                or _standing(slots)):
             lead = slots if slots.label == "contradictory" else self.nli.contradiction_verdict(reading.assessment)
             label, reason = "contradictory", f"{lead.reason or 'the evidence contradicts the claim'} ({detail})"
         elif p_attr >= combiner.attributable_threshold:
@@ -193,7 +193,7 @@ class HybridVerifier:
         p_entail = nli.scores.get("attributable", 0.0)
         strong = p_entail >= self.strong_entailment
         if slots.label == "contradictory":
-            decisive = any(m.kind in _DECISIVE for m in slots.mismatches) or _stated_field(slots)
+            decisive = any(m.kind in _DECISIVE for m in slots.mismatches) or _standing(slots)
             if decisive or not strong:
                 return self._merge(slots, nli, "contradictory", slots.reason)
         unlocalised = nli.label == "contradictory" and not slots.mismatches
@@ -239,11 +239,17 @@ class HybridVerifier:
         )
 
 
-def _stated_field(slots: DetailedVerdict) -> bool:
-    """A yes/no field of structured evidence the claim states the opposite of: it stands
-    whatever the NLI model says (the model reads "Outdoor Seating: no" as support for "it
-    has outdoor seating"; ``fields.py``)."""
-    return slots.label == "contradictory" and any(m.rule == "field_polarity" for m in slots.mismatches)
+STANDING_RULES = ("field_polarity", "role_exchange")
+"""Slots rules whose contradiction stands whatever the NLI model says: a yes/no field of
+structured evidence the claim states the opposite of (the model reads "Outdoor Seating: no" as
+support for "it has outdoor seating"; ``fields.py``), and two people the claim names in each
+other's roles (the model reads the swapped Apollo crew as support: the same names, the same
+verbs)."""
+
+
+def _standing(slots: DetailedVerdict) -> bool:
+    """A contradiction found by one of ``STANDING_RULES``."""
+    return slots.label == "contradictory" and any(m.rule in STANDING_RULES for m in slots.mismatches)
 
 
 def _unsupported_slots(claim: str, slots: DetailedVerdict) -> list[str]:

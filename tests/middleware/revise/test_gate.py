@@ -453,3 +453,36 @@ def test_kind_problem(sentence: str, old: str, new: str, evidence: str, problem:
     kind_rules = {name: CHANGE_RULES[name] for name in ("whole_value", "same_kind")}
     found = first_refusal(kind_rules, change, frozenset())
     assert (found is None) if problem is None else (found is not None and problem in found.reason)
+
+
+async def test_a_clean_swap_the_slots_find_stated_needs_only_the_decision_threshold_of_support() -> None:
+    """edit_supported: the combiner's edit threshold for any edit, its decision threshold for a
+    clean swap the slots verifier finds wholly stated (a paraphrased verb beside the fixed
+    figure keeps the verifier below the edit threshold: 'evaluated' for 'examined')."""
+    nli = NLIVerifier(RulePairScorer(_middling))
+    policy = GatePolicy(min_entailment=0.5, supported_edit=0.99, grounded_supported=0.3)
+    grounded = EditGate(HybridVerifier(nli, SlotsVerifier()), nli, policy, SlotsVerifier())
+    revision = await grounded.review(_plain_fix(), _passages())
+    assert revision.status == "applied", revision.reason
+    blind = EditGate(HybridVerifier(nli, SlotsVerifier()), nli, policy)  # no slots verifier: the edit threshold
+    revision = await blind.review(_plain_fix(), _passages())
+    assert revision.status == "flagged" and revision.rule == "edit_supported", revision.reason
+    # a swap the slots verifier does not find wholly stated keeps the edit threshold
+    partial = _result(ORIGINAL.replace("1915", "1911"), [("1915", "1911", CHEMISTRY)])
+    assert (await grounded.review(partial, _passages())).rule in ("edit_supported", "entails_edit")
+
+
+async def test_a_figure_at_the_start_of_a_sentence_is_no_name_stated_elsewhere() -> None:
+    """RAGTruth train: 'Four alleged attackers were killed' against a passage with 'four
+    militants who crossed' and 'Three of the alleged attackers were killed': 'Four' is a count,
+    not a name the passage states for something else."""
+    from middleware.revise.gate_rules import Proposal, name_stated_elsewhere
+
+    evidence = "Three of the alleged attackers were killed, Israeli media reported."
+    passage = Passage(id="g", text=f"The airstrikes targeted four militants who crossed. {evidence}", provider="t", source="t")
+    result = _swap_from("Four alleged attackers were killed.", "Four", "Three", evidence, "g")
+    assert name_stated_elsewhere(Proposal(result, evidence, passage)) is None
+    born = "Roger Bannister was born in Harrow."
+    named = _swap_from("Oxford was where Roger Bannister was born.", "Oxford", "Harrow", born, "rb")
+    rb = Passage(id="rb", text=f"{born} He died in Oxford in 2018.", provider="t", source="t")
+    assert name_stated_elsewhere(Proposal(named, born, rb)) is not None

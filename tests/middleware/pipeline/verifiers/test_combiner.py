@@ -143,3 +143,17 @@ async def test_a_field_the_claim_states_the_opposite_of_stands_where_the_combine
     verdict = await _hybrid(lenient, [0.94, 0.02, 0.04]).verify("The restaurant offers outdoor seating.", evidence)
     assert verdict.label == "contradictory" and [r.name for r in verdict.rules] == ["field_polarity"]
     assert verdict.evidence_sentence == "Outdoor Seating: no"
+
+
+async def test_an_exchange_of_roles_stands_where_the_combiner_finds_support() -> None:
+    """The NLI model reads the swapped Apollo crew as support (same names, same verbs): the
+    role_exchange contradiction stands against the learned decision, as field_polarity does."""
+    evidence = passages_from_texts([
+        "The lunar module Eagle landed on 20 July 1969, carrying Neil Armstrong and Buzz Aldrin, while Michael "
+        "Collins remained in lunar orbit. Armstrong became the first person to walk on the Moon, followed by Aldrin."
+    ])  # fmt: skip
+    claim = "Neil Armstrong became the first person to walk on the Moon, followed by Michael Collins, while Buzz Aldrin remained in lunar orbit."
+    lenient = Combiner(_weights([_stump("focus_entail", 0.0, -1.0, 1.0)], [_stump("focus_contra", 0.0, 0.0, 1.0)], attributable=0.5))
+    verdict = await _hybrid(lenient, [0.94, 0.02, 0.04]).verify(claim, evidence)
+    assert verdict.label == "contradictory" and "role_exchange" in [r.name for r in verdict.rules]
+    assert verdict.mismatches and verdict.mismatches[0].kind == "role"

@@ -339,3 +339,63 @@ async def test_a_relative_clause_rival_is_said_of_its_antecedent() -> None:
     verifier = SlotsVerifier(Aligner(HashingEmbedder()), strong_align=0.3)
     verdict = await verifier.verify("The White Nile flows into Lake Victoria.", nile)
     assert verdict.mismatches and verdict.mismatches[0].kind == "role", verdict.reason
+
+
+APOLLO = (
+    "The lunar module Eagle landed in the Sea of Tranquility on 20 July 1969, carrying Neil Armstrong and Buzz "
+    "Aldrin, while Michael Collins remained in lunar orbit aboard the command module Columbia. Armstrong became "
+    "the first person to walk on the Moon, followed by Aldrin."
+)
+
+
+async def test_two_participants_in_each_others_roles_are_an_exchange() -> None:
+    """The demo's Apollo sentence: with only the strict rule on (role_swap and verb_of_another
+    off, as by default),
+    Aldrin 'remained in lunar orbit' where the evidence sentence that names him says Collins,
+    whom the claim names too."""
+    claim = "Neil Armstrong became the first person to walk on the Moon, followed by Michael Collins, while Buzz Aldrin remained in lunar orbit."
+    verifier = SlotsVerifier(Aligner(HashingEmbedder()), disabled=("role_swap", "verb_of_another"))
+    verdict = await verifier.verify(claim, passages_from_texts([APOLLO]))
+    assert verdict.label == "contradictory", verdict.reason
+    assert [r.name for r in verdict.rules] == ["role_exchange"] and verdict.mismatches[0].kind == "role"
+    assert verdict.mismatches[0].text == "Buzz Aldrin" and "another role" in (verdict.reason or "")
+    off = SlotsVerifier(Aligner(HashingEmbedder()), disabled=("role_swap", "verb_of_another", "role_exchange"))
+    assert (await off.verify(claim, passages_from_texts([APOLLO]))).label != "contradictory"
+
+
+@pytest.mark.parametrize(
+    "claim",
+    [
+        # the one the evidence gives the role to is not named in the claim: no exchange (a wrong name at most)
+        "Buzz Aldrin remained in lunar orbit during the Apollo 11 mission.",
+        # the claim agrees with the evidence's roles
+        "Michael Collins remained in lunar orbit while Neil Armstrong and Buzz Aldrin landed.",
+    ],
+)
+async def test_no_exchange_without_both_participants_swapped(claim: str) -> None:
+    verifier = SlotsVerifier(Aligner(HashingEmbedder()), disabled=("role_swap",))
+    verdict = await verifier.verify(claim, passages_from_texts([APOLLO]))
+    assert "role_exchange" not in [r.name for r in verdict.rules], verdict.reason
+
+
+async def test_a_pronoun_for_the_passages_topic_puts_its_sentence_about_the_claims_subject() -> None:
+    """Both values of the claim wrong and the event's sentence calling the bridge 'It': nothing
+    but the pronoun ties that sentence to the claim, and it aligns only weakly (the words that
+    would align are the wrong values). Read as about the passage's topic, each value is
+    contradicted with its replacement (the Kestrel Bridge case of issue 46)."""
+    evidence = [Passage(
+        id="0", provider="t", source="t", title="Kestrel Bridge",
+        text="The Kestrel Bridge is a steel arch bridge over the River Wend. It was opened in 1928 and designed "
+        "by the engineer Margaret Hale.",
+    )]  # fmt: skip
+    claim = "The Kestrel Bridge was opened in 1931 and designed by John Carter."
+    # the hashing double aligns by shared words only (0.297 here, MiniLM 0.37): its cut-off lowered to match
+    verifier = SlotsVerifier(Aligner(HashingEmbedder()), min_align=0.25)
+    verdict = await verifier.verify(claim, evidence)
+    assert verdict.label == "contradictory", verdict.reason
+    assert {(m.text, m.replacement) for m in verdict.mismatches} >= {("1931", "1928"), ("John Carter", "Margaret Hale")}
+    # a passage about something else: its 'It' is not the Kestrel Bridge
+    other = [evidence[0].model_copy(update={"title": "Heron Viaduct", "text": "The Heron Viaduct is a railway "
+             "viaduct over the River Wend. It was opened in 1928 and designed by the engineer Margaret Hale."})]  # fmt: skip
+    verdict = await verifier.verify(claim, other)
+    assert not any(m.replacement == "Margaret Hale" for m in verdict.mismatches), verdict.reason
