@@ -218,7 +218,7 @@ def sentence_outcomes(streamed: Streamed) -> list[dict[str, Any]]:
     """Each gold sentence with the labels of the reports overlapping it."""
     answer = streamed.answer
     out: list[dict[str, Any]] = [
-        {"gold": g, "labels": [], "reasons": [], "p_attributable": [], "sentence": s}
+        {"gold": g, "labels": [], "reasons": [], "p_attributable": [], "revisions": [], "sentence": s}
         for g, s in zip(answer.gold, answer.sentences, strict=True)
     ]
     for report in streamed.reports:
@@ -227,6 +227,8 @@ def sentence_outcomes(streamed: Streamed) -> list[dict[str, Any]]:
             out[index]["labels"].append(verdict["label"])
             out[index]["reasons"].append(verdict.get("reason"))
             out[index]["p_attributable"].append((verdict.get("scores") or {}).get("attributable"))
+            if revision := report.get("revision"):  # correct mode: applied or refused, and by which rule
+                out[index]["revisions"].append({k: revision.get(k) for k in ("status", "rule", "reason", "suggested")})
     return out
 
 
@@ -261,24 +263,37 @@ def changes(streamed: Streamed) -> list[dict[str, Any]]:
         gold = answer.gold[index] if index is not None else None
         edits = report.get("edits") or []
         inside = [any(s < e["end"] and e["start"] < t for s, t, _ in answer.spans) for e in edits]
+        touched = [(s, t) for s, t, _ in answer.spans if any(s < e["end"] and e["start"] < t for e in edits)]
         in_span = bool(edits) and all(inside) if answer.spans or answer.dataset in CONTRADICTION_LABELLED else None
         out.append({
             "answer": answer.id, "original": report["text"], "suggested": revision.get("suggested"),
             "evidence_sentence": revision.get("evidence_sentence"), "gold_of_original": gold,
             "grounded": bool(edits) and all(e["replacement"].strip().casefold() in documents for e in edits),
-            "in_gold_span": in_span, "wrong": gold == "attributable" or in_span is False,
+            "in_gold_span": in_span, "wrong": gold == "attributable" or in_span is False, "spans": touched,
         })  # fmt: skip
     return out
 
 
+def value_conflicts(answer: Answer) -> list[tuple[int, int]]:
+    """The answer's conflict spans that hold a value of a kind the editor handles (a number,
+    a date, a name): what correct mode can fix by a value swap."""
+    from middleware.pipeline.slots import analyse
+
+    return [(s, e) for s, e, kind in answer.spans if kind == "conflict" and analyse(answer.text[s:e]).slots]
+
+
 def change_figures(answers: Sequence[Answer], made: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """Correct mode against the gold: changes, grounded fixes, wrong edits, and (where the
-    set marks conflict spans) the share of them a change fixed."""
+    set marks conflict spans) the share of them a change fixed, of all and of those that hold
+    a number, date or name (``value_conflicts``)."""
     conflicts = sum(kind == "conflict" for a in answers for *_, kind in a.spans)
-    fixed = sum(bool(c["in_gold_span"]) and c["gold_of_original"] == "contradictory" and c["grounded"] for c in made)
+    fixes = [c for c in made if c["in_gold_span"] and c["gold_of_original"] == "contradictory" and c["grounded"]]
+    values = {(a.id, span) for a in answers for span in value_conflicts(a)}
+    value_fixed = {(c["answer"], span) for c in fixes for span in c["spans"]} & values
     return {
         "changes_made": len(made), "grounded_fixes": sum(c["grounded"] and not c["wrong"] for c in made),
-        "wrong_edits": sum(c["wrong"] for c in made), "conflict_spans_fixed": _pct(fixed, conflicts),
+        "wrong_edits": sum(c["wrong"] for c in made), "conflict_spans_fixed": _pct(len(fixes), conflicts),
+        "value_conflicts": len(values), "value_conflicts_fixed": _pct(len(value_fixed), len(values)),
     }
 
 

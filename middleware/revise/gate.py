@@ -60,6 +60,7 @@ from middleware.pipeline.verifiers.base import DetailedVerdict, Verifier
 from middleware.pipeline.verifiers.nli import NLIVerifier
 from middleware.pipeline.verifiers.slots_verifier import SlotsVerifier, writes
 from middleware.pipeline.editing import EditResult
+from middleware.revise.clauses import edited_clause
 from middleware.revise.gate_rules import (
     PROPOSAL_RULES,
     Proposal,
@@ -152,6 +153,9 @@ class EditGate:
         premises = list(dict.fromkeys(premises))
         before = await self.verifier.verify(result.original, single, context)
         after = await self.verifier.verify(result.text, single, context)
+        # the clause the edit changes, read alone beside the whole sentence (``clauses``)
+        clause = edited_clause(result.original, result.edits)
+        clause_after = await self.verifier.verify(clause[1], single, context) if clause else None
         scores: dict[str, float] = {}
         if self.nli is not None:  # the sentence alone, with the one it continues, or under its title: the best reading
             probs = await self.nli.probabilities(
@@ -159,7 +163,10 @@ class EditGate:
             )
             scores["evidence_contradicts_original"] = round(float(probs[0::2, _CONTRADICT].max()), 4)
             scores["evidence_entails_edited"] = round(float(probs[1::2, _ENTAIL].max()), 4)
-        return Recheck(self, result, single, context, before, after, scores)
+            if clause is not None:
+                clause_probs = await self.nli.probabilities([(premise, clause[1]) for premise in premises])
+                scores["evidence_entails_edited_clause"] = round(float(clause_probs[:, _ENTAIL].max()), 4)
+        return Recheck(self, result, single, context, before, after, scores, clause, clause_after)
 
 
 @dataclass
@@ -176,6 +183,19 @@ class Recheck:
     before: Verdict
     after: Verdict
     scores: dict[str, float] = field(default_factory=dict)
+    clause: tuple[str, str] | None = None  # the clause the edit changes, as written and as edited
+    clause_after: Verdict | None = None  # the verifier's verdict on the edited clause
+
+    def supported(self) -> float:
+        """The verifier's P(attributable) of the edit: of the edited sentence, or of the
+        clause the edit changes where the sentence has more than one."""
+        readings = [self.after, *([self.clause_after] if self.clause_after is not None else [])]
+        return max(v.scores.get("attributable", 0.0) for v in readings)
+
+    def entailed(self) -> float | None:
+        """The NLI model's P(entailment) of the edit, best reading, sentence or edited clause."""
+        found = [self.scores[k] for k in ("evidence_entails_edited", "evidence_entails_edited_clause") if k in self.scores]
+        return max(found) if found else None
 
 
 RecheckRule = Callable[[Recheck], Awaitable[str | None]]
@@ -202,7 +222,7 @@ async def edit_supported(check: Recheck) -> str | None:
     transported ...' reads P=0.72 for its paraphrased verbs, the figure being the
     evidence's own (RAGTruth train)."""
     policy = check.gate.policy
-    supported = check.after.scores.get("attributable", 0.0)
+    supported = check.supported()
     threshold = policy.supported_edit
     if threshold is not None and supported < threshold and policy.grounded_supported is not None:
         if supported >= policy.grounded_supported and await _grounded(check):
@@ -222,7 +242,7 @@ async def slots_stated(check: Recheck) -> str | None:
 
 
 async def entails_edit(check: Recheck) -> str | None:
-    policy, entailed = check.gate.policy, check.scores.get("evidence_entails_edited")
+    policy, entailed = check.gate.policy, check.entailed()
     if check.gate.nli is None or entailed is None or entailed >= policy.min_entailment:
         return None
     floor = policy.grounded_entailment if await _grounded(check) else policy.min_entailment
@@ -279,7 +299,11 @@ async def _grounded(check: Recheck) -> bool:
     grounding = result.edits[0].evidence
     if grounding is None or not all(same_role(result.original, edit, grounding) for edit in result.edits):
         return False
-    return (await slots.verify(result.text, check.single, check.context)).label == "attributable"
+    texts = [result.text, *([check.clause[1]] if check.clause is not None else [])]
+    for text in texts:
+        if (await slots.verify(text, check.single, check.context)).label == "attributable":
+            return True
+    return False
 
 
 def _with_support(sentence: str, passage: str | None, title: str | None, edited: str) -> str | None:

@@ -50,7 +50,7 @@ def test_skipped_sentences_are_not_flags_and_changes_are_listed() -> None:
     assert result["response_precision"] == 100.0 and result["response_f1"] == 100.0
     assert result["changes"] == [{"answer": "a1", "original": "x", "suggested": "Dogs run.",
                                   "evidence_sentence": "Dogs run.", "gold_of_original": "extrapolatory",
-                                  "grounded": False, "in_gold_span": None, "wrong": False}]  # fmt: skip
+                                  "grounded": False, "in_gold_span": None, "wrong": False, "spans": []}]  # fmt: skip
     assert result["changes_made"] == 1 and result["wrong_edits"] == 0 and result["grounded_fixes"] == 0
 
 
@@ -125,3 +125,7 @@ def test_a_ragtruth_change_is_judged_against_the_spans_and_the_documents(tmp_pat
     assert not second["grounded"] and second["in_gold_span"] is False and second["wrong"]  # a right sentence changed
     assert (result["changes_made"], result["grounded_fixes"], result["wrong_edits"]) == (2, 1, 1)
     assert result["conflict_spans_fixed"] == 100.0
+    # the conflict '9' is a figure: one of the value conflicts correct mode can fix, and fixed
+    assert (result["value_conflicts"], result["value_conflicts_fixed"]) == (1, 100.0)
+    unfixed = score([Streamed(answer, "correct", reports=[_report(21, 35, "contradictory", applied, [wrong])])])
+    assert (unfixed["value_conflicts"], unfixed["value_conflicts_fixed"]) == (1, 0.0)

@@ -486,3 +486,23 @@ async def test_a_figure_at_the_start_of_a_sentence_is_no_name_stated_elsewhere()
     named = _swap_from("Oxford was where Roger Bannister was born.", "Oxford", "Harrow", born, "rb")
     rb = Passage(id="rb", text=f"{born} He died in Oxford in 2018.", provider="t", source="t")
     assert name_stated_elsewhere(Proposal(named, born, rb)) is not None
+
+
+async def test_the_clause_an_edit_changes_is_read_alone_beside_the_sentence() -> None:
+    """'Four alleged attackers were killed, but their affiliation remains unclear.': the
+    evidence sentence states the count, another sentence of the source the affiliation. The
+    model entails the edited clause, not the whole sentence; the edit goes through on the clause."""
+    evidence = "Three of the alleged attackers were killed, Israeli media reported."
+    claim = "Four alleged attackers were killed, but their affiliation remains unclear."
+
+    def rule(premise: str, hypothesis: str) -> list[float]:
+        if "Three" not in hypothesis:
+            return [0.02, 0.08, 0.9]
+        return [0.3, 0.6, 0.1] if "affiliation" in hypothesis else [0.95, 0.03, 0.02]
+
+    nli = NLIVerifier(RulePairScorer(rule))
+    gate = EditGate(HybridVerifier(nli, SlotsVerifier()), nli, GatePolicy(min_entailment=0.8))
+    passage = [Passage(id="g", text=f"The airstrikes targeted militants. {evidence}", provider="t", source="t")]
+    revision = await gate.review(_swap_from(claim, "Four", "Three", evidence, "g"), passage)
+    assert revision.status == "applied", revision.reason
+    assert revision.scores["evidence_entails_edited"] < 0.8 <= revision.scores["evidence_entails_edited_clause"]
