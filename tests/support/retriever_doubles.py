@@ -1,17 +1,23 @@
 """LangChain retrievers for the retriever provider's tests: one answering a fixed list of
-documents (natively async or sync only, optionally slow or failing), and the factory that
-``evidence.retriever.factory`` names in the tests."""
+documents (natively async or sync only, optionally slow or failing), the factory that
+``evidence.retriever.factory`` names in the tests, and LangChain's own in-memory vector store
+over files with a project embedder behind LangChain's ``Embeddings``."""
 
 from __future__ import annotations
 
 import asyncio
 import threading
 import time
+from pathlib import Path
 from typing import Any
 
 from langchain_core.callbacks import AsyncCallbackManagerForRetrieverRun, CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
+from langchain_core.embeddings import Embeddings
 from langchain_core.retrievers import BaseRetriever
+from langchain_core.vectorstores import InMemoryVectorStore
+
+from middleware.evidence.passages import document_passages
 
 
 class ListRetriever(BaseRetriever):
@@ -81,3 +87,29 @@ def not_a_retriever() -> object:
 
 def broken_factory(**_: Any) -> ListRetriever:
     raise RuntimeError("index missing")
+
+
+class EmbedderEmbeddings(Embeddings):
+    """LangChain's ``Embeddings`` over one of the project's embedders (``embed_sync`` to store
+    documents, the async ``embed`` to ask): the README's MiniLM wrapper, for any embedder."""
+
+    def __init__(self, embedder: Any) -> None:
+        self.embedder = embedder
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        return self.embedder.embed_sync(texts).tolist()
+
+    def embed_query(self, text: str) -> list[float]:
+        return self.embed_documents([text])[0]
+
+    async def aembed_query(self, text: str) -> list[float]:
+        return (await self.embedder.embed([text]))[0].tolist()
+
+
+def vector_store_retriever(embedder: Any, files: list[Path], k: int = 4) -> BaseRetriever:
+    """LangChain's ``InMemoryVectorStore`` over the files' passages (the project's splitter), as a retriever."""
+    documents = [Document(page_content=p.text, metadata={"source": p.source, "title": p.title})
+                 for path in files for p in document_passages(path.read_text(encoding="utf-8"), str(path))]
+    store = InMemoryVectorStore(EmbedderEmbeddings(embedder))
+    store.add_documents(documents)
+    return store.as_retriever(search_kwargs={"k": k})
