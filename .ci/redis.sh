@@ -15,24 +15,7 @@ if ! command -v redis-server >/dev/null 2>&1; then
     apt-get install -y -qq redis-server >&2
 fi
 
-port_free() {
-    python3 - "$1" <<'PY'
-import socket, sys
-s = socket.socket()
-try:
-    s.bind(("127.0.0.1", int(sys.argv[1])))
-except OSError:
-    sys.exit(1)
-finally:
-    s.close()
-PY
-}
-
-if port_free 6379; then
-    port=6379
-else
-    port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()')"
-fi
+port="$(python3 "$(dirname "$0")/loopback_port.py" 6379)"
 
 dir="$(mktemp -d /tmp/factcheck-redis.XXXXXX)"
 redis-server --bind 127.0.0.1 --port "$port" --daemonize yes --save "" --appendonly no \

@@ -129,6 +129,12 @@ class WebSourcesFactory(Protocol):
     def __call__(self, settings: Settings, *, cache: Cache | None = None) -> list[EvidenceSource]: ...
 
 
+class RetrieverSourceFactory(Protocol):
+    """Builds the evidence source over the user's retriever (``evidence.retriever``)."""
+
+    def __call__(self, settings: Settings, *, cache: Cache | None = None) -> EvidenceSource: ...
+
+
 class MissingProvider(RuntimeError):
     """A configured backend needs something from the outside world that was not provided."""
 
@@ -141,6 +147,7 @@ class Providers:
 
     chat_model: ChatModelFactory | None = None
     web_sources: WebSourcesFactory | None = None
+    retriever_source: RetrieverSourceFactory | None = None
 
     def chat(self, settings: Settings) -> ChatModel:
         if self.chat_model is None:
@@ -153,3 +160,9 @@ class Providers:
             raise MissingProvider("web evidence providers are configured but no web search was provided: build "
                                   "the pipeline through middleware.composition")
         return self.web_sources(settings, cache=cache)
+
+    def retriever(self, settings: Settings, cache: Cache | None) -> EvidenceSource:
+        if self.retriever_source is None:
+            raise MissingProvider("the 'retriever' evidence provider is configured but no retriever source was "
+                                  "provided: build the pipeline through middleware.composition")
+        return self.retriever_source(settings, cache=cache)

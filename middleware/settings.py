@@ -224,11 +224,27 @@ class RuntimeSettings(RayTierSettings):
     )
 
 
+class RetrieverSettings(BaseModel):
+    """A LangChain retriever as an evidence source (``evidence.providers: [..., retriever]``)."""
+
+    factory: str = Field(
+        pattern=r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$",
+        description="'module.path:callable' returning a LangChain BaseRetriever (anything with ainvoke or invoke "
+        "answering a query with Documents), imported and called once at start-up with kwargs",
+    )
+    kwargs: dict[str, Any] = Field(default_factory=dict, description="keyword arguments of the factory")
+
+
 class EvidenceSettings(BaseModel):
     index_dir: Path = Field(DEFAULT_DATA_DIR / "index", description="local index directory")
     providers: list[str] = Field(
         default_factory=lambda: ["index"],
-        description="evidence sources in order: index, context, searxng, brave, tavily, serper, wikipedia",
+        description="evidence sources in order: index, context, retriever, searxng, brave, tavily, serper, wikipedia",
+    )
+    retriever: RetrieverSettings | None = Field(
+        None, description="the LangChain retriever that the 'retriever' provider asks once per question "
+        "({factory: 'mypkg.kb:make_retriever', kwargs: {...}}); its timeout is search_timeouts_s['retriever'] "
+        "(default search_timeout_s)",
     )
     context_policy: Literal["only", "first", "among"] = Field(
         "among", description="request context as the only source, searched first, or one among the others"

@@ -115,3 +115,32 @@ async def test_the_callback_example_builds_the_proxys_checker(demo_index, monkey
     assert answer == text
     assert [(r.index, r.verdict.label) for r in sorted(reports, key=lambda r: r.index)] == [
         (0, "attributable"), (1, "contradictory")]
+
+
+@pytest.mark.slow
+async def test_the_retriever_example_finds_evidence_in_the_users_files(tmp_path, monkeypatch):
+    """The README's kb.py and its settings, as written (the folder: the packaged demo corpus),
+    built by the proxy's composition root and searched like any evidence source."""
+    import sys
+
+    import yaml
+
+    from adapters.search import RetrieverSource
+    from middleware.cache import MemoryCache
+    from middleware.composition import providers
+    from middleware.composition.pipeline import build_sources
+    from middleware.evidence.index import DEMO_CORPUS
+    from middleware.settings import Settings
+
+    (tmp_path / "kb.py").write_text(example("def make_retriever("), encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "kb", raising=False)
+    [config] = [yaml.safe_load(b) for b in re.findall(r"```yaml\n(.*?)```", README.read_text(encoding="utf-8"), re.S)
+                if "kb:make_retriever" in b]
+    config["evidence"]["retriever"]["kwargs"]["paths"] = [str(DEMO_CORPUS)]
+    [source] = build_sources(Settings.model_validate(config), None, MemoryCache(), providers())
+    assert isinstance(source, RetrieverSource)
+    passages = await source.search("Who led the British expedition of the first ascent of Everest in 1953?", 4)
+    assert len(passages) == 4 and all(p.provider == "retriever" for p in passages)
+    hillary = next(p for p in passages if p.source.endswith("edmund-hillary.md"))
+    assert hillary.title == "Edmund Hillary" and "John Hunt" in hillary.text

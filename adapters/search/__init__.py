@@ -1,4 +1,5 @@
-"""Web search providers behind ``middleware.interfaces.EvidenceSource``.
+"""Search providers behind ``middleware.interfaces.EvidenceSource``: the web's, and the user's
+own LangChain retriever (``RetrieverSource``, ``evidence.providers: [..., retriever]``).
 
 ``build_web_sources(settings, cache=...)`` is what the engine uses: the providers named in
 ``evidence.providers`` (SearxNG, Brave, Tavily, Serper, Wikipedia, built by
@@ -6,7 +7,8 @@
 which merges and de-duplicates their results, wrapped, when ``evidence.fetch_pages`` is on,
 in ``PageSource``, which fetches the top results' pages and ranks their passages with the
 snippets. A provider's ``search`` never raises for a provider failure: it logs, counts
-``factcheck_provider_errors_total`` and returns [].
+``factcheck_provider_errors_total`` and returns []; so does ``RetrieverSource``'s, which sits
+beside the combined web source, not in it (its documents have no pages to fetch).
 """
 
 from adapters.search.base import WebProvider
@@ -16,6 +18,7 @@ from adapters.search.errors import ConfigError, ProviderError
 from adapters.search.client import HttpClient, RetryPolicy
 from adapters.search.pages import PageSource
 from adapters.search.registry import PROVIDERS, build_providers, build_web_sources
+from adapters.search.retriever import RetrieverSource
 from adapters.search.searxng import SearxngSource
 from adapters.search.serper import SerperSource
 from adapters.search.tavily import TavilySource
@@ -29,6 +32,7 @@ __all__ = [
     "HttpClient",
     "PageSource",
     "ProviderError",
+    "RetrieverSource",
     "RetryPolicy",
     "SearxngSource",
     "SerperSource",

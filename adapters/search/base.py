@@ -1,5 +1,6 @@
-"""What every web search provider shares: the never-raising ``search`` (timeout, cache,
-metrics, logging) around a provider's own ``_search``, and snippet-to-passage helpers."""
+"""What every search provider shares: the never-raising ``search`` (timeout, cache, metrics,
+logging) around a provider's own ``_search`` (:class:`GuardedSource`, also the retriever's), and
+the web providers' snippet-to-passage helpers."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import hashlib
 import html
 import logging
 import re
-from typing import Any, ClassVar
+from typing import Any
 
 from adapters.search.errors import ProviderError
 from adapters.search.client import HttpClient
@@ -23,20 +24,24 @@ _TAG = re.compile(r"<[^>]+>")
 _SPACE = re.compile(r"\s+")
 
 
-class WebProvider:
-    """Base of the web search providers (implements ``EvidenceSource``).
+class GuardedSource:
+    """An evidence source whose one query answers within its timeout, from the evidence cache
+    when it can, and never raises (implements ``EvidenceSource``).
 
     Subclasses set :attr:`name` and implement :meth:`_search`, raising :class:`ProviderError`
     for a bad answer. :meth:`search` never raises for a provider failure: it logs it, counts
-    it in ``factcheck_provider_errors_total{provider,kind}`` and returns []."""
+    it in ``factcheck_provider_errors_total{provider,kind}`` and returns []. Results are cached
+    under :meth:`cache_key`; failures are not."""
 
-    name: ClassVar[str] = "web"
+    name: str = "source"
 
-    def __init__(self, http: HttpClient, *, timeout_s: float, cache: Cache | None = None, cache_ttl_s: float | None = None):
-        self.http = http
+    def __init__(self, *, timeout_s: float, cache: Cache | None = None, cache_ttl_s: float | None = None):
         self.timeout_s = timeout_s
         self.cache = cache
         self.cache_ttl_s = cache_ttl_s
+
+    def cache_key(self, query: str, k: int) -> str:
+        return f"{self.name}:{k}:{hash_key(query)}"
 
     async def search(self, query: str, k: int) -> list[Passage]:
         query = " ".join(query.split())
@@ -47,7 +52,7 @@ class WebProvider:
                 async with asyncio.timeout(self.timeout_s):
                     return await cached(
                         self.cache,
-                        f"{self.name}:{k}:{hash_key(query)}",
+                        self.cache_key(query, k),
                         lambda: self._search(query, k),
                         kind="search",
                         ttl_s=self.cache_ttl_s,
@@ -67,13 +72,26 @@ class WebProvider:
         raise NotImplementedError
 
     async def aclose(self) -> None:
-        """Close the shared HTTP session (idempotent; closes it for the whole provider set)."""
-        await self.http.aclose()
+        """Release what the source holds (nothing here)."""
 
     def _failed(self, kind: str, message: str, query: str, logged: bool = False) -> None:
         PROVIDER_ERRORS.labels(provider=self.name, kind=kind).inc()
         if not logged:
             log.warning("search provider %s failed (%s) for %r: %s", self.name, kind, query[:80], redact(message))
+
+
+class WebProvider(GuardedSource):
+    """Base of the web search providers: a :class:`GuardedSource` over a shared HTTP client."""
+
+    name: str = "web"
+
+    def __init__(self, http: HttpClient, *, timeout_s: float, cache: Cache | None = None, cache_ttl_s: float | None = None):
+        super().__init__(timeout_s=timeout_s, cache=cache, cache_ttl_s=cache_ttl_s)
+        self.http = http
+
+    async def aclose(self) -> None:
+        """Close the shared HTTP session (idempotent; closes it for the whole provider set)."""
+        await self.http.aclose()
 
     def passage(self, rank: int, url: Any, title: Any, text: Any, *, suffix: str = "", **extra: Any) -> Passage | None:
         """A passage from one result; None when it has no URL or no text. ``score`` is the

@@ -20,8 +20,9 @@ from middleware.cache import Cache
 from middleware.interfaces import EvidenceSource
 from middleware.settings import EvidenceSettings, Settings
 
-# Evidence sources that are not web providers; the composition root builds them.
-NON_WEB_SOURCES = frozenset({"index", "context"})
+# Evidence sources that are not web providers; the composition root builds them (the
+# retriever: adapters.search.retriever.RetrieverSource).
+NON_WEB_SOURCES = frozenset({"index", "context", "retriever"})
 
 Builder = Callable[[EvidenceSettings, dict], WebProvider]
 

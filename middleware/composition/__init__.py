@@ -22,12 +22,13 @@ from middleware.settings import Settings
 
 
 def providers() -> Providers:
-    """The adapters the engine's builders may need: the chat client for LLM backends and the
-    web evidence (search providers, de-duplication, page fetching)."""
+    """The adapters the engine's builders may need: the chat client for LLM backends, the web
+    evidence (search providers, de-duplication, page fetching) and the user's retriever."""
     from adapters.chat_client import ChatClient
-    from adapters.search import build_web_sources
+    from adapters.search import RetrieverSource, build_web_sources
 
-    return Providers(chat_model=ChatClient.from_settings, web_sources=build_web_sources)
+    return Providers(chat_model=ChatClient.from_settings, web_sources=build_web_sources,
+                     retriever_source=RetrieverSource.from_settings)
 
 
 def build_checker(settings: Settings) -> Checker:

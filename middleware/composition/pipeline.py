@@ -26,13 +26,21 @@ from middleware.settings import Settings
 log = logging.getLogger(__name__)
 
 
+LOCAL_SOURCES = ("index", "context", "retriever")
+"""``evidence.providers`` names that are no web search provider."""
+
+
 def build_sources(settings: Settings, embedder: Embedder | None, cache: Cache,
                   providers: Providers = Providers()) -> list[EvidenceSource]:
-    """The configured evidence sources in order (``context`` comes from each request)."""
+    """The configured evidence sources (``context`` comes from each request): the local index,
+    the user's retriever, then the web."""
+    names = [p.strip().lower() for p in settings.evidence.providers]
     sources: list[EvidenceSource] = []
-    if "index" in settings.evidence.providers:
+    if "index" in names:
         sources.append(LocalIndexSource.from_settings(settings, embedder, cache))
-    if any(p not in ("index", "context") for p in settings.evidence.providers):
+    if "retriever" in names:
+        sources.append(providers.retriever(settings, cache))
+    if any(p not in LOCAL_SOURCES for p in names):
         sources.extend(providers.web(settings, cache))
     return sources
 
