@@ -14,10 +14,15 @@ import aiohttp
 import pytest
 
 from adapters.demo_upstream import DemoAnswers, tokenize
+from middleware.chat.checked_stream import check_answer
 from middleware.chat.protocol import BlockedEvent, ChatChunk, CompletionFactcheck
+from middleware.checking import CheckRunner
+from middleware.commands.check import answer_json
 from middleware.chat.wire import ReceivedReports
 from middleware.messages.protocol import MessagesFactcheck
 from middleware.responses.protocol import ResponseFactcheck
+from middleware.settings import CheckSettings
+from middleware.types import CheckContext, Mode
 from tests.middleware.chat.test_face_router import anthropic_client, openai_client
 from tests.support.checkers import ScriptedChecker, ws_answer
 from tests.support.sdk_clients import closed_sdk_clients  # noqa: F401 (autouse)
@@ -245,3 +250,27 @@ async def test_websocket_sends_a_blocked_message(make_proxy):
     BlockedEvent.model_validate(assert_blocked_event(messages[-2]).model_dump())
     chunks = [m for m in messages[1:-2] if "choices" in m]
     assert "".join((c["delta"].get("content") or "") for m in chunks for c in m["choices"]) == BEFORE
+
+
+# ----------------------------------------------------------------------- the checked stream
+
+
+async def test_an_unverified_sentence_goes_out_and_the_check_command_names_the_block():
+    """Block mode stops at a verdict, never at a check that did not finish: a sentence left
+    unverified (here: past its budget) is sent as written; ``factcheck check --json`` says
+    where the text was stopped."""
+
+    class SlowOnBirth(ScriptedChecker):
+        async def check(self, sentence, context):
+            if "Warsaw" in sentence.text:
+                await asyncio.sleep(5)
+            return await super().check(sentence, context)
+
+    runner = CheckRunner(SlowOnBirth(FIXES), CheckSettings(sentence_budget_s=0.3))
+    answer = await check_answer(runner, CURIE, CheckContext(user_message=QUESTION, mode=Mode.BLOCK))
+    data = answer_json(answer)
+    assert data["text"] == BEFORE
+    labels = {r["text"]: r["verdict"] for r in data["reports"]}
+    assert next(v for t, v in labels.items() if "Warsaw" in t)["reason"] == "timeout"
+    assert data["blocked"] == {"index": data["reports"][-1]["index"], "reason": "contradictory"}
+    assert "blocked" not in answer_json(await check_answer(runner, CURIE, CheckContext(mode=Mode.CORRECT)))
