@@ -484,8 +484,7 @@ class CheckedStream(Generic[T]):
         held = release.held
         report = await _report_of(held.task) if held.task is not None else None
         if self.mode is Mode.BLOCK:
-            reason = block_reason(report, self.session.runner.settings) if report is not None else None
-            if report is not None and reason is not None:
+            if report is not None and (reason := block_reason(report, self.session.runner.settings)) is not None:
                 yield await self._block(report, reason)
                 yield End()
                 return
