@@ -94,13 +94,15 @@ def tokenize(text: str) -> list[str]:
 
 
 class DemoUpstream:
-    """The aiohttp application. ``requests`` records what it received (for tests)."""
+    """The aiohttp application. ``requests`` records what it received, ``sent_tokens`` how
+    many tokens of each streamed answer went out (for tests: a closed connection stops them)."""
 
     def __init__(self, answers: DemoAnswers | None = None, default_rate: float = 0.0) -> None:
         self.answers = answers
         self.default_rate = default_rate
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
+        self.sent_tokens: list[int] = []
 
     def app(self) -> web.Application:
         app = web.Application()
@@ -198,6 +200,8 @@ class DemoUpstream:
         await send(chunk({"role": "assistant", "content": ""}))
         tokens = tokenize(script.text)
         interval = 1.0 / script.token_rate if script.token_rate > 0 else 0.0
+        answer = len(self.sent_tokens)
+        self.sent_tokens.append(0)
         for i, token in enumerate(tokens):
             if script.fail_after is not None and i >= script.fail_after:
                 request.transport.close()  # type: ignore[union-attr]
@@ -211,6 +215,7 @@ class DemoUpstream:
             if script.surrogate_after is not None and i == script.surrogate_after:
                 await send(chunk({"content": "\ud800"}))  # json.dumps escapes it: valid JSON, invalid text
             await send(chunk({"content": token}))
+            self.sent_tokens[answer] = i + 1
             if interval:
                 await asyncio.sleep(interval)
         await send(chunk({}, "stop"))

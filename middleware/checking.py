@@ -258,9 +258,11 @@ class CheckSession:
             return []
         return list(await asyncio.gather(*self.tasks))
 
-    async def summary(self, added_latency_ms: float | None = None) -> StreamSummary:
-        """The message's summary (attribution report included) from the reports so far."""
-        summary = await self.runner.summarize(self.start(), self.reports, self.mode)
+    async def summary(self, added_latency_ms: float | None = None,
+                      reports: Sequence[SentenceReport] | None = None) -> StreamSummary:
+        """The message's summary (attribution report included) from the reports so far, or
+        from ``reports`` (block mode: those of the sentences up to the one that stopped it)."""
+        summary = await self.runner.summarize(self.start(), self.reports if reports is None else reports, self.mode)
         return summary.model_copy(update={"added_latency_ms": added_latency_ms,
                                           "grounding_prompt": self.context.grounding_prompt})
 

@@ -59,6 +59,12 @@ HTTP_REQUESTS = Counter(
     "client_gone (the client closed the connection or cancelled before its answer was complete: no failure), "
     "internal", ["endpoint", "outcome"]
 )
+BLOCKS = Counter(
+    "factcheck_blocks_total", "Answers block mode stopped, by the verdict of the sentence that stopped them "
+    "(contradictory, extrapolatory with check.block_extrapolatory)", ["verdict"]
+)
+for _verdict in ("contradictory", "extrapolatory"):
+    BLOCKS.labels(verdict=_verdict)
 UNVERIFIED_REASONS = ("timeout", "overload", "error", "no_evidence", "no_checker", "other")
 OUTCOMES = ("ok", "refused", "upstream_error", "client_gone", "internal")
 # Counters start at 0 for every known label set: a series born at its first increment has no

@@ -102,6 +102,10 @@ class OutboundSettings(BaseModel):
 
 class CheckSettings(BaseModel):
     default_mode: Mode = Field(Mode.ANNOTATE, description="mode when the request names none")
+    block_extrapolatory: bool = Field(
+        False, description="block mode: also stop the answer at an extrapolatory sentence (one its evidence does "
+        "not support), not only at a contradicted one"
+    )
     checker: Literal["pipeline", "none"] = Field(
         "pipeline", description="'pipeline' runs the fact-checking pipeline; 'none' reports every sentence unverified"
     )

@@ -23,6 +23,7 @@ class Mode(str, Enum):
     OFF = "off"
     ANNOTATE = "annotate"
     CORRECT = "correct"
+    BLOCK = "block"
 
 
 VerdictLabel = Literal["attributable", "contradictory", "extrapolatory", "skipped", "unverified"]

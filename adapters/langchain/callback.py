@@ -11,6 +11,12 @@ is ready. A model called without streaming is checked from ``on_llm_end``'s text
     async for report in handler:   # ends when the checks of every started run are done
         ...
 
+In block mode the first report of a run that would stop the proxy's answer (contradictory, or
+extrapolatory with ``check.block_extrapolatory``) goes to ``on_block(report, reason)`` as well,
+is kept in ``blocked`` (by run id) and counted in ``factcheck_blocks_total``; the checks are
+beside the stream, so the handler cannot withhold what the model already streamed: the caller
+stops or discards it (``FactCheckedChatModel`` in block mode withholds it).
+
 Use it with the async APIs (``astream``/``ainvoke``): the checks are tasks on the running loop.
 """
 
@@ -28,16 +34,19 @@ from langchain_core.callbacks import AsyncCallbackHandler
 from langchain_core.messages import BaseMessage, HumanMessage
 from langchain_core.outputs import ChatGenerationChunk, GenerationChunk, LLMResult
 
-from adapters.langchain.session import as_runner, call_context
-from middleware.chat.checked_stream import CheckedText, Held
+from adapters.langchain.session import FactCheckBlocked, as_runner, call_context
+from middleware.chat.checked_stream import CheckedText, Held, block_reason
+from middleware.chat.protocol import BlockReason
 from middleware.checking import CheckRunner
 from middleware.interfaces import Checker
+from middleware.metrics import BLOCKS
 from middleware.settings import CheckSettings
 from middleware.types import CheckContext, Mode, SentenceReport, StreamSummary
 
 log = logging.getLogger(__name__)
 
 OnReport = Callable[[SentenceReport], Awaitable[None] | None]
+OnBlock = Callable[[SentenceReport, BlockReason], Awaitable[None] | None]
 
 
 @dataclass
@@ -45,6 +54,8 @@ class _Run:
     checks: CheckedText
     deliveries: list[asyncio.Task[SentenceReport | None]] = field(default_factory=list)
     streamed: bool = False
+    text: list[str] = field(default_factory=list)
+    """What the model sent, for the text before a blocked sentence."""
 
 
 class FactCheckCallbackHandler(AsyncCallbackHandler):
@@ -59,11 +70,16 @@ class FactCheckCallbackHandler(AsyncCallbackHandler):
         on_report: OnReport | None = None,
         mode: Mode | str = Mode.ANNOTATE,
         wait_on_end: bool = False,
+        on_block: OnBlock | None = None,
     ) -> None:
         """``wait_on_end``: hold ``on_llm_end`` (and so the end of the model call) until
-        every check of the run has reported and the summary is made."""
+        every check of the run has reported and the summary is made. ``on_block`` (block
+        mode): called with the report and the reason of the sentence that blocks a run."""
         self._runner = as_runner(checker, settings)
         self._on_report = on_report
+        self._on_block = on_block
+        self.blocked: dict[UUID, FactCheckBlocked] = {}
+        """Block mode: each blocked run's block (the text before the sentence, its report, the reason)."""
         self.mode = Mode(mode)
         self.wait_on_end = wait_on_end
         self.reports: list[SentenceReport] = []
@@ -93,15 +109,18 @@ class FactCheckCallbackHandler(AsyncCallbackHandler):
         if run is None:
             return
         run.streamed = True
-        self._deliver(run, run.checks.feed(_token_text(token, chunk)))
+        text = _token_text(token, chunk)
+        run.text.append(text)
+        self._deliver(run_id, run, run.checks.feed(text))
 
     async def on_llm_end(self, response: LLMResult, *, run_id: UUID, **kwargs: Any) -> None:
         run = self._runs.pop(run_id, None)
         if run is None:
             return
         if not run.streamed and response.generations and response.generations[0]:
-            self._deliver(run, run.checks.feed(response.generations[0][0].text))
-        self._deliver(run, run.checks.flush())
+            run.text.append(response.generations[0][0].text)
+            self._deliver(run_id, run, run.checks.feed(run.text[-1]))
+        self._deliver(run_id, run, run.checks.flush())
         finishing = asyncio.create_task(self._finish(run_id, run), name=f"factcheck-finish-{run_id}")
         self._finishing.add(finishing)
         finishing.add_done_callback(self._finishing.discard)
@@ -143,23 +162,27 @@ class FactCheckCallbackHandler(AsyncCallbackHandler):
     def _start(self, run_id: UUID, context: CheckContext) -> None:
         self._runs[run_id] = _Run(CheckedText(self._runner.session(context)))
 
-    def _deliver(self, run: _Run, held: list[Held]) -> None:
+    def _deliver(self, run_id: UUID, run: _Run, held: list[Held]) -> None:
         for item in held:
             if item.task is not None:
-                run.deliveries.append(asyncio.create_task(self._report(item.task)))
+                run.deliveries.append(asyncio.create_task(self._report(run_id, run, item.task)))
 
-    async def _report(self, check: asyncio.Future[SentenceReport]) -> SentenceReport | None:
+    async def _report(self, run_id: UUID, run: _Run, check: asyncio.Future[SentenceReport]) -> SentenceReport | None:
         report = await check
         self.reports.append(report)
-        if self._on_report is not None:
-            try:
-                result = self._on_report(report)
-                if inspect.isawaitable(result):
-                    await result
-            except Exception:
-                log.exception("on_report callback failed for sentence %d", report.index)
+        await _call(self._on_report, "on_report", report)
+        if self.mode is Mode.BLOCK and (reason := block_reason(report, self._runner.settings)) is not None:
+            await self._block(run_id, run, report, reason)
         self._queue.put_nowait(report)
         return report
+
+    async def _block(self, run_id: UUID, run: _Run, report: SentenceReport, reason: BlockReason) -> None:
+        """The run's first blocking report (the first to finish: checks run concurrently)."""
+        if run_id in self.blocked:
+            return
+        BLOCKS.labels(verdict=reason).inc()
+        self.blocked[run_id] = FactCheckBlocked("".join(run.text)[: report.start], report, reason)
+        await _call(self._on_block, "on_block", report, reason)
 
     async def _finish(self, run_id: UUID, run: _Run) -> None:
         try:
@@ -173,6 +196,19 @@ class FactCheckCallbackHandler(AsyncCallbackHandler):
         busy = self._runs or any(task is not exclude and not task.done() for task in self._finishing)
         if not busy:
             self._queue.put_nowait(None)
+
+
+async def _call(callback: Callable[..., Awaitable[None] | None] | None, name: str, report: SentenceReport,
+                *args: Any) -> None:
+    """A user callback, awaited if it is async; its failure is logged, never raised into the run."""
+    if callback is None:
+        return
+    try:
+        result = callback(report, *args)
+        if inspect.isawaitable(result):
+            await result
+    except Exception:
+        log.exception("%s callback failed for sentence %d", name, report.index)
 
 
 async def _close(run: _Run) -> None:

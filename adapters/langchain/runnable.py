@@ -6,6 +6,13 @@ checked stream (``middleware.chat.checked_stream``) over the model's message chu
   the stream.
 - ``correct``: each sentence is held until its check finishes (bounded by the budget) and
   sent as one ``AIMessageChunk``, corrected where the checker edited it, then its report.
+- ``block``: held as in ``correct`` mode and sent as written, until a sentence is judged
+  contradictory (or extrapolatory, ``check.block_extrapolatory``): the model's stream is
+  closed there, and by ``on_block`` the stream raises ``FactCheckBlocked`` (``"raise"``, the
+  default: its ``text`` is the answer up to the sentence before, with the sentence's
+  ``report`` and ``reason``) or ends with a ``BlockedEvent`` (``"truncate"``: ``ainvoke``
+  then returns the truncated message, ``response_metadata["finish_reason"] ==
+  "content_filter"`` and ``response_metadata["factcheck"]["blocked"]``).
 - ``off``: the model's chunks only.
 
     checked = FactCheckedChatModel(model, checker)
@@ -22,7 +29,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Sequence
-from typing import Any
+from typing import Any, Literal
 
 from langchain_core.callbacks import AsyncCallbackManagerForChainRun
 from langchain_core.language_models import BaseChatModel, LanguageModelInput
@@ -38,15 +45,18 @@ from langchain_core.messages import (
 from langchain_core.prompt_values import PromptValue
 from langchain_core.runnables import Runnable, RunnableConfig
 
-from adapters.langchain.session import FactCheckEvent, as_runner, call_context
+from adapters.langchain.session import FactCheckBlocked, FactCheckEvent, as_runner, call_context
 from middleware.chat.checked_stream import CheckedStream, End, Failed, Forward, Text
-from middleware.chat.protocol import CompletionFactcheck, SentenceEvent, SummaryEvent
+from middleware.chat.protocol import Blocked, BlockedEvent, CompletionFactcheck, SentenceEvent, SummaryEvent
 from middleware.checking import CheckRunner
 from middleware.interfaces import Checker
 from middleware.settings import CheckSettings
+from middleware.translation.streams import WITHHELD
 from middleware.types import CheckContext, Mode, SentenceReport, StreamSummary
 
 Item = BaseMessageChunk | FactCheckEvent
+OnBlock = Literal["raise", "truncate"]
+
 
 class FactCheckedChatModel(Runnable[LanguageModelInput, Item]):
     def __init__(
@@ -55,10 +65,15 @@ class FactCheckedChatModel(Runnable[LanguageModelInput, Item]):
         checker: Checker | CheckRunner,
         settings: CheckSettings | None = None,
         mode: Mode | str = Mode.ANNOTATE,
+        on_block: OnBlock = "raise",
     ) -> None:
+        """``on_block`` (block mode): raise ``FactCheckBlocked``, or end with the truncated answer."""
+        if on_block not in ("raise", "truncate"):
+            raise ValueError(f"on_block must be 'raise' or 'truncate', not {on_block!r}")
         self.model = model
         self.runner = as_runner(checker, settings)
         self.mode = Mode(mode)
+        self.on_block = on_block
 
     def get_name(self, suffix: str | None = None, *, name: str | None = None) -> str:
         return super().get_name(suffix, name=name or f"FactChecked{self.model.get_name()}")
@@ -79,17 +94,24 @@ class FactCheckedChatModel(Runnable[LanguageModelInput, Item]):
         message: BaseMessageChunk | None = None
         reports: list[SentenceReport] = []
         summary: StreamSummary | None = None
+        blocked: Blocked | None = None
         async for item in self.astream(input, config, **kwargs):
             if isinstance(item, SentenceEvent):
                 reports.append(item.report)
             elif isinstance(item, SummaryEvent):
                 summary = item.summary
+            elif isinstance(item, BlockedEvent):
+                reports.append(item.report)
+                summary, blocked = item.summary, Blocked(index=item.report.index, reason=item.reason)
             else:
                 message = item if message is None else message + item
         result = message_chunk_to_message(message) if message is not None else AIMessage(content="")
         if summary is not None:
-            factcheck = CompletionFactcheck(reports=sorted(reports, key=lambda r: r.index), summary=summary)
+            factcheck = CompletionFactcheck(reports=sorted(reports, key=lambda r: r.index), summary=summary,
+                                            blocked=blocked)
             result.response_metadata["factcheck"] = factcheck.model_dump(mode="json")
+        if blocked is not None:
+            result.response_metadata["finish_reason"] = WITHHELD
         return result  # type: ignore[return-value]
 
     def invoke(  # type: ignore[override]  # streams items, returns the whole message
@@ -111,14 +133,19 @@ class FactCheckedChatModel(Runnable[LanguageModelInput, Item]):
         source = _ModelChunks(self.model.astream(input, config, **kwargs))
         context = call_context(_messages(input), mode) if mode is not Mode.OFF else CheckContext(mode=mode)
         session = self.runner.session(context)
+        sent: list[str] = []
         try:
             async for event in CheckedStream(source, session).run():
                 if isinstance(event, Forward):
+                    sent.append(event.item.text)
                     yield event.item
                 elif isinstance(event, Text):
+                    sent.append(event.text)
                     yield AIMessageChunk(content=event.text, id=source.message_id)
                 elif isinstance(event, Failed):
                     raise event.error
+                elif isinstance(event, BlockedEvent) and self.on_block == "raise":
+                    raise FactCheckBlocked("".join(sent), event.report, event.reason, event.summary)
                 elif not isinstance(event, End):
                     yield event
         finally:

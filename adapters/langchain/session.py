@@ -9,16 +9,32 @@ from collections.abc import Sequence
 
 from langchain_core.messages import BaseMessage
 
-from middleware.chat.protocol import SentenceEvent, SummaryEvent
+from middleware.chat.protocol import BlockedEvent, BlockReason, SentenceEvent, SummaryEvent
 from middleware.checking import CheckRunner
 from middleware.evidence.request_passages import context_passages, message_texts
 from middleware.interfaces import Checker
 from middleware.settings import CheckSettings
-from middleware.types import CheckContext, Mode
+from middleware.types import CheckContext, Mode, SentenceReport, StreamSummary
 
 ReportEvent = SentenceEvent
 """A sentence's report; ``factcheck`` is the object the proxy puts on its extension chunk."""
-FactCheckEvent = SentenceEvent | SummaryEvent
+FactCheckEvent = SentenceEvent | SummaryEvent | BlockedEvent
+
+
+class FactCheckBlocked(Exception):
+    """Block mode stopped a model's answer at a sentence judged contradictory (or
+    extrapolatory, with ``check.block_extrapolatory``). ``text``: the answer up to the
+    sentence before (what the caller may show); ``report``: the sentence's report;
+    ``reason``: its verdict; ``summary``: the sentences checked up to it (None where the
+    summary is not made, in the callback handler)."""
+
+    def __init__(self, text: str, report: SentenceReport, reason: BlockReason,
+                 summary: StreamSummary | None = None) -> None:
+        super().__init__(f"answer blocked at sentence {report.index} ({reason}): {report.text!r}")
+        self.text = text
+        self.report = report
+        self.reason = reason
+        self.summary = summary
 
 
 def as_runner(checker: Checker | CheckRunner, settings: CheckSettings | None = None) -> CheckRunner:

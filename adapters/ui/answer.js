@@ -2,7 +2,7 @@
 // its outcome and inline marks, updated per websocket message.
 
 import { $, now } from "./dom.js";
-import { ui } from "./state.js";
+import { ui, holdsSentences } from "./state.js";
 import { isWhole } from "./verdicts.js";
 import { updateButtons, showError } from "./controls.js";
 import { scheduleRender, render } from "./render.js";
@@ -24,7 +24,8 @@ export function startAnswer(question, mode) {
     doneAt: null,
     summaryAt: null,
     done: false,
-    ending: null, // done | stopped | failed | lost | refused
+    ending: null, // done | blocked | stopped | failed | lost | refused
+    blocked: null, // block mode: the {reason, report} of the sentence the answer stopped at
     stopRequested: false,
     failure: null,
   };
@@ -58,7 +59,8 @@ export function onMessage(message) {
   const answer = ui.answer;
   if (message.type === "done") {
     if (answer && !answer.done) {
-      finishAnswer(answer.failure ? "failed" : answer.stopRequested ? "stopped" : "done", answer.failure);
+      const ending = answer.failure ? "failed" : answer.blocked ? "blocked" : answer.stopRequested ? "stopped" : "done";
+      finishAnswer(ending, answer.failure);
     }
     return;
   }
@@ -71,6 +73,14 @@ export function onMessage(message) {
   if (!answer || answer.done) return;
   if (message.type === "start") {
     answer.mode = message.mode;
+    return;
+  }
+  if (message.type === "blocked") {
+    // Block mode: the answer stopped before this sentence; it never reached the client.
+    withTexts(answer, message.report.evidence);
+    answer.blocked = { reason: message.reason, report: message.report };
+    onFactcheck({ type: "summary", summary: message.summary });
+    scheduleRender();
     return;
   }
   if (message.object !== "chat.completion.chunk") return;
@@ -125,9 +135,9 @@ function onReport(answer, report) {
   withTexts(answer, report.evidence);
   const reportAt = now();
   let entry;
-  if (answer.mode === "correct") {
-    // Correct mode: the sentence's text, as sent to the client (corrected or as written), is
-    // the content chunk just before its report; both arrive together.
+  if (holdsSentences(answer.mode)) {
+    // Correct and block mode: the sentence's text, as sent to the client (corrected or as
+    // written), is the content chunk just before its report; both arrive together.
     const start = answer.lastContentStart;
     const end = answer.text.length;
     const received = answer.text.slice(start, end);

@@ -2,7 +2,7 @@
 // tags, evidence and sources, verification questions, timings.
 
 import { $, el, safeUrl, ms } from "./dom.js";
-import { ui } from "./state.js";
+import { ui, holdsSentences } from "./state.js";
 import { VERDICT_WORDS, FAVA_WORDS, verdictLabel, verdictPhrase, timedOut, favaBadge } from "./verdicts.js";
 import { render } from "./render.js";
 import { timesOf, verdictCell } from "./timelines.js";
@@ -143,7 +143,7 @@ function timingsDetail(answer, entry) {
   } else {
     row("checker", "no stage timings in this report");
   }
-  if (answer.mode === "correct") {
+  if (holdsSentences(answer.mode)) {
     row("arrived (text + report), since Ask", ms(times.report));
   } else {
     if (times.textEnd !== null) row("last character received, since Ask", ms(times.textEnd));

@@ -2,7 +2,7 @@
 // span coloured by its verdict with its corrections marked, and what the client received.
 
 import { $, el, ms, pushPiece } from "./dom.js";
-import { ui } from "./state.js";
+import { ui, holdsSentences } from "./state.js";
 import { VERDICT_WORDS, FAVA_WORDS, isWhole, verdictLabel, verdictPhrase, timedOut, favaBadge } from "./verdicts.js";
 import { parseBlocks, BOLD, EM, CODE, HIDDEN, inlineStyles } from "./markdown.js";
 
@@ -237,7 +237,11 @@ function sentenceBadges(entry) {
 }
 
 function endingNote(answer) {
+  const blocked = answer.blocked;
   const texts = {
+    blocked: blocked && `✕ Blocked: the model's next sentence was judged ${blocked.reason} ` +
+      `(“${blocked.report.text}”), so your client received the answer up to here; the rest was withheld ` +
+      "and the model's stream closed.",
     stopped: "■ Stopped: you pressed Stop, so the answer ends here, incomplete. Sentences still being checked got no report.",
     failed: `✕ The answer failed: ${answer.failure || "error"}. What is shown is what arrived before.`,
     lost: `✕ ${answer.failure || "Connection lost"}`,
@@ -255,6 +259,10 @@ function renderReceived(answer, entries) {
   let text;
   if (answer.mode === "off") {
     text = "Off mode: your client received the model's answer unchanged, as it streamed. Nothing was checked.";
+  } else if (answer.mode === "block") {
+    text = "Block mode: your client received each sentence only after its check, as the model wrote it" +
+      (answer.blocked ? `, until one was judged ${answer.blocked.reason}: that sentence and the rest were withheld.`
+        : "; nothing was blocked.");
   } else if (answer.mode === "correct") {
     text = "Correct mode: your client received each sentence only after its check, " +
       (corrected
@@ -283,8 +291,8 @@ export function renderMeta(answer) {
   if (answer.firstTextAt !== null) {
     parts.push(`first text ${ms(answer.firstTextAt - answer.sentAt)} after Ask`);
     const reports = [...answer.sentences.values()].map((entry) => entry.reportAt);
-    if (answer.mode === "correct" && reports.length) {
-      // Correct mode holds each sentence until its check: the first one comes with its report.
+    if (holdsSentences(answer.mode) && reports.length) {
+      // Correct and block mode hold each sentence until its check: the first one comes with its report.
       parts.push(`first checked sentence ${ms(Math.min(...reports) - answer.sentAt)} after Ask`);
     }
   } else if (answer.done) {

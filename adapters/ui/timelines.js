@@ -2,7 +2,7 @@
 // for the report, the checker's stages) on one time scale from Ask, and its times.
 
 import { $, el, ms } from "./dom.js";
-import { ui } from "./state.js";
+import { ui, holdsSentences } from "./state.js";
 import { VERDICT_WORDS, isWhole, verdictLabel, verdictPhrase, timedOut, favaBadge } from "./verdicts.js";
 
 function stageTotal(timings) {
@@ -19,7 +19,7 @@ export function timesOf(answer, entry) {
     stages: stageTotal(entry.report.timings_ms),
     hasStages: Object.keys(entry.report.timings_ms || {}).length > 0,
   };
-  times.wall = answer.mode !== "correct" && times.textEnd !== null ? Math.max(0, times.report - times.textEnd) : null;
+  times.wall = !holdsSentences(answer.mode) && times.textEnd !== null ? Math.max(0, times.report - times.textEnd) : null;
   times.other = times.wall !== null && times.hasStages ? Math.max(0, times.wall - times.stages) : null;
   return times;
 }
@@ -42,8 +42,8 @@ export function renderReports() {
     return tick;
   }));
   $("axis").dataset.scaleMs = String(scale);
-  $("timing-note").textContent = answer.mode === "correct"
-    ? "Correct mode: a sentence's text reaches your client together with its report, after its check. " +
+  $("timing-note").textContent = holdsSentences(answer.mode)
+    ? `${answer.mode === "block" ? "Block" : "Correct"} mode: a sentence's text reaches your client together with its report, after its check. ` +
       "▮ arrival; stages: the checker's own stage timings, drawn ending at the arrival. " +
       "How long the proxy held each sentence is not visible to this page (it does not know when the model wrote it); " +
       "the summary's added latency is the proxy's measure after the model finished."
@@ -66,7 +66,7 @@ function timelineNode(answer, entry, times, scale) {
     line.append(node);
     return node;
   };
-  if (answer.mode !== "correct" && times.textStart !== null && times.textEnd !== null) {
+  if (!holdsSentences(answer.mode) && times.textStart !== null && times.textEnd !== null) {
     bar("tl-text", times.textStart, times.textEnd, `text arriving: ${ms(times.textStart)} → ${ms(times.textEnd)}`);
   }
   if (times.wall !== null) {
@@ -96,7 +96,7 @@ function timelineNode(answer, entry, times, scale) {
 
 function timesNode(answer, entry, times) {
   const lines = [];
-  if (answer.mode === "correct") {
+  if (holdsSentences(answer.mode)) {
     lines.push(`arrived ${ms(times.report)} (text + report)`);
   } else {
     lines.push(`text end ${times.textEnd !== null ? ms(times.textEnd) : "–"} · report ${ms(times.report)}`);

@@ -14,7 +14,7 @@ from aiohttp import web
 
 from middleware.chat.checked_stream import CheckedStream, End, Failed, Forward, Rendered, StreamEvent, Text
 from middleware.chat.chunks import DONE_EVENT, ChunkItem, UpstreamChunks
-from middleware.chat.protocol import SentenceEvent, SummaryEvent
+from middleware.chat.protocol import BlockedEvent, SentenceEvent, SummaryEvent
 from middleware.errors import error_body
 from middleware.chat.serving import ChatService
 from middleware.chat.wire import WireReports
@@ -109,13 +109,20 @@ class SSEEncoder:
             return event.item.sse() if event.item is not None else DONE_EVENT
         return encode_event(self.payload(event))
 
-    def payload(self, event: Text | SentenceEvent | SummaryEvent | Failed) -> dict[str, Any]:
-        """A proxy-made event's JSON: a content chunk, an extension chunk or an error body."""
+    def payload(self, event: Text | SentenceEvent | SummaryEvent | BlockedEvent | Failed) -> dict[str, Any]:
+        """A proxy-made event's JSON: a content chunk, an extension chunk (block mode's last
+        one finishes the choice) or an error body."""
         if isinstance(event, Text):
             return self._source.content_chunk(event.text)
         if isinstance(event, Failed):
             return failure_body(event.error)
-        return self._source.factcheck_chunk(self._wire.event(event))
+        if isinstance(event, BlockedEvent):
+            return self._source.blocked_chunk(self.factcheck(event))
+        return self._source.factcheck_chunk(self.factcheck(event))
+
+    def factcheck(self, event: SentenceEvent | SummaryEvent | BlockedEvent) -> dict[str, Any]:
+        """A ``factcheck`` event as this response renders it (each passage's text once)."""
+        return self._wire.event(event)
 
 
 def failure_outcome(error: BaseException) -> str:

@@ -8,6 +8,7 @@ chunk) through an ``AnswerSource``, and gets back ``StreamEvent`` items to encod
   text, when something else is in it);
 - ``Text(text)``: correct mode: a sentence's text as the client gets it (edited or as written);
 - ``SentenceEvent`` / ``SummaryEvent`` (the protocol's ``factcheck`` events);
+- ``BlockedEvent``: block mode stopped the answer at a sentence; ``End()`` follows, nothing else;
 - ``Failed(error)``: the answer broke off; nothing follows;
 - ``End(item)``: the answer is complete (``item``: the source's own end marker, if it sent one);
 - ``Rendered(data)``: annotate mode, a report or the summary rendered by the face's renderer
@@ -21,7 +22,11 @@ Modes:
   segmented and each sentence checked; each report goes out when it is ready; the summary
   ends it;
 - correct: the text is held per sentence until its check finishes (bounded by the budget)
-  and then sent, corrected where the checker edited it, followed by its report.
+  and then sent, corrected where the checker edited it, followed by its report;
+- block: held as in correct mode and sent as written; the first sentence judged
+  contradictory (or extrapolatory, ``check.block_extrapolatory``) is not sent: a
+  ``BlockedEvent`` with its report ends the answer, and the source is read no further (the
+  face closes the upstream). A sentence left unverified (timeout, failure) is sent.
 """
 
 from __future__ import annotations
@@ -37,9 +42,9 @@ from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
 
 from middleware.chat.low_priority import LowPriority, low_priority
-from middleware.chat.protocol import SentenceEvent, SummaryEvent
+from middleware.chat.protocol import BlockedEvent, BlockReason, SentenceEvent, SummaryEvent
 from middleware.checking import CheckRunner, CheckSession
-from middleware.metrics import TIME_TO_FIRST_TOKEN
+from middleware.metrics import BLOCKS, TIME_TO_FIRST_TOKEN
 from middleware.text.answer_segmenter import StreamSegmenter, segment_text
 from middleware.settings import CheckSettings
 from middleware.types import CheckContext, Mode, Segment, Sentence, SentenceReport, StreamSummary
@@ -116,7 +121,15 @@ class Rendered:
     data: bytes
 
 
-StreamEvent = Forward[T] | Text | SentenceEvent | SummaryEvent | Failed | End[T]
+StreamEvent = Forward[T] | Text | SentenceEvent | SummaryEvent | BlockedEvent | Failed | End[T]
+
+
+def block_reason(report: SentenceReport, settings: CheckSettings) -> BlockReason | None:
+    """The verdict that stops the answer at this sentence in block mode, or None."""
+    label = report.verdict.label
+    if label == "contradictory" or (label == "extrapolatory" and settings.block_extrapolatory):
+        return label
+    return None
 
 
 @dataclass(slots=True)
@@ -191,12 +204,15 @@ class TextSource:
 
 @dataclass(slots=True)
 class CheckedAnswer:
-    """A complete answer after its check: the text the client gets (correct mode: edited),
-    the reports in sentence order and the summary (None in off mode)."""
+    """A complete answer after its check: the text the client gets (correct mode: edited;
+    block mode: up to the sentence that stopped it), the reports in sentence order (block
+    mode: up to that sentence's) and the summary (None in off mode); ``blocked``: block mode
+    stopped the answer."""
 
     text: str
     reports: list[SentenceReport]
     summary: StreamSummary | None
+    blocked: BlockedEvent | None = None
 
 
 def whole_answer_budget(settings: CheckSettings, text: str) -> float:
@@ -217,6 +233,7 @@ async def check_answer(runner: CheckRunner, text: str, context: CheckContext,
     out: list[str] = []
     reports: list[SentenceReport] = []
     summary = None
+    blocked = None
     session = runner.session(context, closed_book, budget_s=whole_answer_budget(runner.settings, text))
     checked = CheckedStream(TextSource(text), session)
     try:
@@ -227,11 +244,14 @@ async def check_answer(runner: CheckRunner, text: str, context: CheckContext,
                 reports.append(event.report)
             elif isinstance(event, SummaryEvent):
                 summary = event.summary
+            elif isinstance(event, BlockedEvent):
+                blocked, summary = event, event.summary
+                reports.append(event.report)
             elif isinstance(event, Failed):
                 raise event.error
     finally:
         session.close()
-    return CheckedAnswer("".join(out), sorted(reports, key=lambda r: r.index), summary)
+    return CheckedAnswer("".join(out), sorted(reports, key=lambda r: r.index), summary, blocked)
 
 
 @dataclass(slots=True)
@@ -265,6 +285,8 @@ class CheckedStream(Generic[T]):
         """Annotate mode: reading submits checks (off once the upstream failed)."""
         self._stopped = False
         """The stream was stopped (read to its end or abandoned): its queued reading is dropped."""
+        self.blocked: BlockedEvent | None = None
+        """Block mode: the event that stopped the answer."""
 
     async def run(self) -> AsyncIterator[StreamEvent[T]]:
         """The stream's events, one at a time (``batches``, flattened); closing it closes
@@ -284,7 +306,7 @@ class CheckedStream(Generic[T]):
         every token. Off mode's items are whole reads already; correct mode's events wait for
         their checks, so each goes out alone. ``render``: annotate mode's reports and summary
         come as ``Rendered`` by it, rendered as low-priority work (``low_priority``), behind
-        the reading of what went out before them."""
+        the reading of what went out before them. Block mode reads as correct mode does."""
         self._render = render
         try:
             if self.mode is Mode.OFF:
@@ -455,18 +477,38 @@ class CheckedStream(Generic[T]):
             queue.put_nowait(_Release(held=item))
 
     async def _release(self, release: _Release) -> AsyncIterator[StreamEvent[T]]:
-        """Correct mode: one ordered item, waiting for its check if it has one."""
+        """Correct and block mode: one ordered item, waiting for its check if it has one."""
         if release.held is None:
             yield release.event
             return
         held = release.held
         report = await _report_of(held.task) if held.task is not None else None
-        text = report.corrected_text if report is not None and report.corrected_text is not None else held.segment.text
+        if self.mode is Mode.BLOCK:
+            if report is not None and (reason := block_reason(report, self.session.runner.settings)) is not None:
+                yield await self._block(report, reason)
+                yield End()
+                return
+            text = held.segment.text
+        elif report is not None and report.corrected_text is not None:
+            text = report.corrected_text
+        else:
+            text = held.segment.text
         if text:
             self._mark_first_content()
             yield Text(text)
         if report is not None:
             yield SentenceEvent(report=report)
+
+    async def _block(self, report: SentenceReport, reason: BlockReason) -> BlockedEvent:
+        """Block mode: the answer stops at ``report``'s sentence. The checks still running are
+        cancelled; the summary is that of the sentences up to it (those the client received,
+        and this one). Counted in ``factcheck_blocks_total``."""
+        await self.session.cancel()
+        reports = [r for r in self.session.reports if r.index <= report.index]
+        summary = await self.session.summary(self._added_ms(), reports)
+        BLOCKS.labels(verdict=reason).inc()
+        self.blocked = BlockedEvent(reason=reason, report=report, summary=summary)
+        return self.blocked
 
     async def _close(self, queue: asyncio.Queue[Any], wrap: Callable[[Any], Any]) -> None:
         """The summary, then the end (the source's own marker when it sent one)."""
@@ -496,6 +538,8 @@ class CheckedStream(Generic[T]):
                 if expand is not None:
                     async for event in expand(item):
                         yield [event]
+                    if self.blocked is not None:  # block mode stopped the answer: the reader is cancelled
+                        return
                     continue
                 batch = [item]
                 while not queue.empty():

@@ -19,6 +19,7 @@ from middleware.chat.protocol import ChatChunk, ChunkChoice
 from middleware.chat.typed_events import event_json, whole_events
 from middleware.interfaces import UpstreamStream
 from middleware.sse import DEFAULT_MAX_EVENT_BYTES, DONE, SSEEvent, encode_event, split_events
+from middleware.translation.streams import WITHHELD
 
 DONE_EVENT = b"data: [DONE]\n\n"
 _DONE = DONE.encode()
@@ -96,6 +97,11 @@ class UpstreamChunks:
         if "created" in self.template:  # else each chunk is stamped with the time it is made
             self._extension = data
         return {**data, "factcheck": factcheck}
+
+    def blocked_chunk(self, factcheck: dict[str, Any]) -> dict[str, Any]:
+        """Block mode's last chunk: choice 0 finished with ``content_filter`` (the OpenAI
+        API's reason for withheld content), the ``blocked`` event (already wire-rendered)."""
+        return {**self._chunk(ChunkChoice(finish_reason=WITHHELD)), "factcheck": factcheck}
 
     def _chunk(self, choice: ChunkChoice) -> dict[str, Any]:
         base = {key: self.template[key] for key in _TEMPLATE_KEYS if key in self.template}

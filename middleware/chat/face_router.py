@@ -3,7 +3,8 @@ read the request, hand it to its ``ApiFaceService``, write the answer as JSON or
 
 ``TypedEncoder`` writes the checked stream's events: upstream events byte for byte (correct
 mode: rewritten where they repeat the whole text), the proxy's own in the API's style
-(correct mode's text deltas, the ``factcheck`` extension events, the error event)."""
+(correct mode's text deltas, the ``factcheck`` extension events, the error event, block
+mode's end)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from aiohttp import web
 from middleware.chat.api_router import failure_body, relay, upstream_headers
 from middleware.chat.checked_stream import End, Failed, Forward, StreamEvent, Text
 from middleware.chat.face_service import ApiFaceService
+from middleware.chat.protocol import BlockedEvent
 from middleware.chat.typed_events import EventItem, TypedEvents, encode_typed
 from middleware.chat.wire import WireReports
 from middleware.sse import dumps
@@ -55,4 +57,6 @@ class TypedEncoder:
             return encode_typed(source.text_event(event.text))
         if isinstance(event, Failed):
             return encode_typed(source.error_event(failure_body(event.error)))
+        if isinstance(event, BlockedEvent):
+            return b"".join(encode_typed(data) for data in source.blocked_events(self._wire.event(event)))
         return encode_typed(source.factcheck_event(self._wire.event(event)))

@@ -20,9 +20,8 @@ from middleware.chat.checked_stream import CheckedStream, check_answer
 from middleware.chat.grounding_prompt import add_grounding, requested_corpus
 from middleware.chat.parsing import load_json, resolve_mode, validated
 from middleware.chat.protocol import ChatRequest
-from middleware.chat.serving import ChatService, stop
+from middleware.chat.serving import ChatService, completion_factcheck, stop
 from middleware.chat.typed_events import TypedEvents
-from middleware.chat.wire import WireReports
 from middleware.errors import RequestError
 from middleware.interfaces import Upstream, UpstreamStream
 from middleware.metrics import ADDED_LATENCY, REQUESTS, TIME_TO_FIRST_TOKEN, UPSTREAM_LATENCY
@@ -124,12 +123,11 @@ class ApiFaceService(ABC, Generic[E]):
             if text is None:
                 return raw
             checked = await check_answer(self.chat.runner, text, context, closed_book)
-            assert checked.summary is not None  # not off mode
-            if request.mode is Mode.CORRECT:
+            if request.mode is Mode.CORRECT or checked.blocked is not None:
                 completions.replace_text(answer, self.API, checked.text)
-            wire = WireReports()
-            answer["factcheck"] = {"reports": [wire.report(r) for r in checked.reports],
-                                   "summary": wire.summary(checked.summary)}
+            if checked.blocked is not None:
+                completions.withhold(answer, self.API)
+            answer["factcheck"] = completion_factcheck(checked)
             ADDED_LATENCY.labels(mode=request.mode.value).observe(time.perf_counter() - upstream_done)
             return answer
         finally:

@@ -142,15 +142,49 @@ class SummaryEvent(BaseModel):
     summary: StreamSummary
 
 
-FactcheckEvent = Annotated[SentenceEvent | SummaryEvent, Field(discriminator="type")]
+BlockReason = Literal["contradictory", "extrapolatory"]
+"""The verdict that stops an answer in block mode (extrapolatory with ``check.block_extrapolatory``)."""
+
+
+class BlockedEvent(BaseModel):
+    """Block mode: the answer was stopped at this sentence. The client got the answer up to the
+    sentence before; this event ends it (the face's withheld-content signal goes with it:
+    ``finish_reason: "content_filter"``, ``response.incomplete``, ``stop_reason: "refusal"``),
+    with the sentence's report and the summary of the sentences checked up to it."""
+
+    model_config = ConfigDict(extra="forbid")
+    type: Literal["blocked"] = "blocked"
+    reason: BlockReason
+    report: SentenceReport
+    summary: StreamSummary
+
+
+FactcheckEvent = Annotated[SentenceEvent | SummaryEvent | BlockedEvent, Field(discriminator="type")]
+
+
+class Blocked(BaseModel):
+    """A non-stream answer stopped in block mode: its sentence (``reports[i].index``) and why."""
+
+    model_config = ConfigDict(extra="forbid")
+    index: int
+    reason: BlockReason
 
 
 class CompletionFactcheck(BaseModel):
-    """The top-level ``factcheck`` object of a non-stream completion."""
+    """The top-level ``factcheck`` object of a non-stream completion (``blocked``: block mode
+    stopped the answer at that sentence; its text ends before it)."""
 
     model_config = ConfigDict(extra="forbid")
     reports: list[SentenceReport]
     summary: StreamSummary
+    blocked: Blocked | None = None
+
+    @model_serializer(mode="wrap")
+    def _omit_absent(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        if data.get("blocked") is None:
+            data.pop("blocked", None)
+        return data
 
 
 # ------------------------------------------------------------------------------ responses
@@ -243,7 +277,7 @@ class WsDone(BaseModel):
 
 
 WIRE_MODELS: tuple[type[BaseModel], ...] = (
-    ErrorBody, ChatRequest, ChatChunk, ChatCompletion, CompletionFactcheck, SentenceEvent, SummaryEvent,
+    ErrorBody, ChatRequest, ChatChunk, ChatCompletion, CompletionFactcheck, SentenceEvent, SummaryEvent, BlockedEvent,
     Health, WsChat, WsCancel, WsStart, WsDone,
 )
 """The models ``/openapi.json`` names under ``components.schemas``."""

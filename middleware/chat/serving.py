@@ -11,7 +11,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
-from middleware.chat.checked_stream import AnswerSource, CheckedStream, check_answer
+from middleware.chat.checked_stream import AnswerSource, CheckedAnswer, CheckedStream, check_answer
 from middleware.chat.chunks import ChunkItem, UpstreamChunks, message_content
 from middleware.chat.grounding_prompt import add_grounding, requested_corpus
 from middleware.chat.parsing import parse_chat_request, resolve_mode
@@ -24,6 +24,7 @@ from middleware.interfaces import Upstream, UpstreamStream
 from middleware.metrics import ACTIVE_STREAMS, ADDED_LATENCY, REQUESTS, TIME_TO_FIRST_TOKEN, UPSTREAM_LATENCY
 from middleware.pipeline.closed_book import ClosedBook
 from middleware.settings import Settings
+from middleware.translation import completions
 from middleware.types import CheckContext, GroundingPrompt, Mode
 
 class ClosableSource(AnswerSource[Any], Protocol):
@@ -226,16 +227,26 @@ class ChatService:
             if content is None:
                 return raw
             answer = await check_answer(self.runner, content, context, closed_book)
-            assert answer.summary is not None  # not off mode
-            if mode is Mode.CORRECT:
-                completion["choices"][0]["message"]["content"] = answer.text
-            wire = WireReports()
-            completion["factcheck"] = {"reports": [wire.report(r) for r in answer.reports],
-                                       "summary": wire.summary(answer.summary)}
+            if mode is Mode.CORRECT or answer.blocked is not None:
+                completions.replace_text(completion, "chat", answer.text)
+            if answer.blocked is not None:
+                completions.withhold(completion, "chat")
+            completion["factcheck"] = completion_factcheck(answer)
             ADDED_LATENCY.labels(mode=mode.value).observe(time.perf_counter() - upstream_done)
             return completion
         finally:
             stop(closed_book)
+
+
+def completion_factcheck(answer: CheckedAnswer) -> dict[str, Any]:
+    """A checked non-stream answer's ``factcheck`` object (``protocol.CompletionFactcheck``),
+    each passage's text once; ``blocked`` only when block mode stopped it."""
+    assert answer.summary is not None  # not off mode
+    wire = WireReports()
+    factcheck = {"reports": [wire.report(r) for r in answer.reports], "summary": wire.summary(answer.summary)}
+    if answer.blocked is not None:
+        factcheck["blocked"] = {"index": answer.blocked.report.index, "reason": answer.blocked.reason}
+    return factcheck
 
 
 def stop(closed_book: asyncio.Task[str | None] | None) -> None:

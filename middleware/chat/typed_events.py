@@ -110,6 +110,12 @@ class TypedEvents(ABC):
     def error_event(self, body: dict[str, Any]) -> dict[str, Any]:
         """The API's error event for an OpenAI error ``body``."""
 
+    @abstractmethod
+    def blocked_events(self, factcheck: dict[str, Any]) -> list[dict[str, Any]]:
+        """Block mode: the events that end the answer where it was stopped: the extension event
+        carrying the (wire-rendered) ``blocked`` event, what is open in what was sent closed
+        with the text released, and the API's own end for withheld content."""
+
     def close(self) -> None:
         self._upstream.close()
 

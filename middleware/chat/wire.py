@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from middleware.chat.protocol import SentenceEvent, SummaryEvent
+from middleware.chat.protocol import BlockedEvent, SentenceEvent, SummaryEvent
 from middleware.types import SentenceReport, StreamSummary
 
 
@@ -22,10 +22,13 @@ class WireReports:
     def __init__(self) -> None:
         self._sent: dict[tuple[str, str], str] = {}
 
-    def event(self, event: SentenceEvent | SummaryEvent) -> dict[str, Any]:
+    def event(self, event: SentenceEvent | SummaryEvent | BlockedEvent) -> dict[str, Any]:
         """A ``factcheck`` event as JSON-ready data."""
         if isinstance(event, SentenceEvent):
             return {"type": event.type, "report": self.report(event.report)}
+        if isinstance(event, BlockedEvent):
+            return {"type": event.type, "reason": event.reason, "report": self.report(event.report),
+                    "summary": self.summary(event.summary)}
         return {"type": event.type, "summary": self.summary(event.summary)}
 
     def report(self, report: SentenceReport) -> dict[str, Any]:
@@ -55,10 +58,13 @@ class ReceivedReports:
     def __init__(self) -> None:
         self._texts: dict[tuple[str, str], str] = {}
 
-    def event(self, data: dict[str, Any]) -> SentenceEvent | SummaryEvent:
+    def event(self, data: dict[str, Any]) -> SentenceEvent | SummaryEvent | BlockedEvent:
         """A received ``factcheck`` event, with its passages' texts put back."""
         if data.get("type") == "summary":
             return SummaryEvent(summary=self.summary(data["summary"]))
+        if data.get("type") == "blocked":
+            return BlockedEvent(reason=data["reason"], report=self.report(data["report"]),
+                                summary=self.summary(data["summary"]))
         return SentenceEvent(report=self.report(data["report"]))
 
     def report(self, data: dict[str, Any]) -> SentenceReport:

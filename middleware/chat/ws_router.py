@@ -12,6 +12,8 @@ Server → client, one JSON object per message, the same events the SSE stream c
   top-level ``factcheck`` object (sentence reports and the summary);
 - errors as OpenAI error objects ``{"error": {...}}`` (request errors, upstream errors before
   or during the stream);
+- block mode, when a sentence stopped the answer: ``{"type": "blocked", "reason": ..., "report":
+  ..., "summary": ...}`` (``protocol.BlockedEvent``) after the text before it, nothing else after;
 - ``{"type": "done"}`` (``protocol.WsDone``) after every chat request, whatever happened.
 One answer at a time per socket; closing the socket cancels the upstream request and checks.
 """
@@ -31,7 +33,7 @@ from middleware.chat.api_router import SERVICE_KEY, SSEEncoder, failure_outcome,
 from middleware.chat.checked_stream import End, Failed, Forward, StreamEvent
 from middleware.chat.chunks import ChunkItem
 from middleware.chat.parsing import load_json
-from middleware.chat.protocol import UPSTREAM_APIS, WsDone, WsStart
+from middleware.chat.protocol import UPSTREAM_APIS, BlockedEvent, WsDone, WsStart
 from middleware.errors import error_body
 from middleware.errors import RequestError, UpstreamError
 from middleware.metrics import HTTP_REQUESTS, REQUEST_ERRORS, UPSTREAM_ERRORS
@@ -162,9 +164,12 @@ class _Socket:
 def messages_of(event: StreamEvent[ChunkItem], encoder: SSEEncoder) -> list[dict[str, Any]]:
     """The JSON messages for one event: an upstream chunk as its JSON (off mode: its raw SSE
     bytes parsed; an event that is not a JSON object cannot be a message and is dropped);
-    nothing for the end (the socket sends ``done``); the proxy's own events as over SSE."""
+    nothing for the end (the socket sends ``done``); the proxy's own events as over SSE, but
+    block mode's stop as the socket's own ``blocked`` message."""
     if isinstance(event, End):
         return []
+    if isinstance(event, BlockedEvent):
+        return [encoder.factcheck(event)]
     if not isinstance(event, Forward):
         return [encoder.payload(event)]
     if event.item.chunk is not None:

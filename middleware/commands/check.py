@@ -22,7 +22,7 @@ from middleware.types import CheckContext, Mode
 def check(
     file: Annotated[str, typer.Argument(help="text file to check, or - for stdin")] = "-",
     as_json: Annotated[bool, typer.Option("--json", help="print JSON reports instead of coloured text")] = False,
-    mode: Annotated[Mode, typer.Option(help="annotate (suggest edits) or correct (apply them)")] = Mode.ANNOTATE,
+    mode: Annotated[Mode, typer.Option(help="annotate (suggest edits), correct (apply them) or block (stop at the first contradicted sentence)")] = Mode.ANNOTATE,
     question: Annotated[str | None, typer.Option(help="the user's question the text answers")] = None,
     config: Annotated[Path | None, typer.Option(help="YAML settings file")] = None,
 ) -> None:
@@ -40,9 +40,14 @@ def check(
 
 
 def answer_json(answer: CheckedAnswer) -> dict[str, object]:
-    """``--json``: the text as the client would get it, the reports and the summary."""
-    return {"text": answer.text, "reports": [r.model_dump(mode="json") for r in answer.reports],
-            "summary": answer.summary.model_dump(mode="json") if answer.summary is not None else None}
+    """``--json``: the text as the client would get it, the reports and the summary (block
+    mode, when it stopped the text: ``blocked``, the sentence's index and the reason)."""
+    data: dict[str, object] = {
+        "text": answer.text, "reports": [r.model_dump(mode="json") for r in answer.reports],
+        "summary": answer.summary.model_dump(mode="json") if answer.summary is not None else None}
+    if answer.blocked is not None:
+        data["blocked"] = {"index": answer.blocked.report.index, "reason": answer.blocked.reason}
+    return data
 
 
 def register(app: typer.Typer) -> None:

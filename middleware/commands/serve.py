@@ -18,7 +18,7 @@ from aiohttp import web
 from rich.console import Console
 
 from middleware.chat.api_router import SERVICE_KEY
-from middleware.chat.protocol import SentenceEvent
+from middleware.chat.protocol import BlockedEvent, SentenceEvent
 from middleware.chat.wire import ReceivedReports
 from middleware.render import print_checked
 from middleware import eventloop
@@ -211,12 +211,14 @@ async def stream_through_proxy(base_url: str, question: str, mode: Mode) -> tupl
                         reports.append(event.report)
                     else:
                         summary = event.summary
+                    if isinstance(event, BlockedEvent):  # block mode: the sentence the answer stopped at
+                        reports.append(event.report)
     return "".join(content), reports, summary
 
 
 def demo(
     question: Annotated[str | None, typer.Option(help="question for the demo LLM (default: each scripted one)")] = None,
-    mode: Annotated[Mode, typer.Option(help="annotate or correct")] = Mode.ANNOTATE,
+    mode: Annotated[Mode, typer.Option(help="annotate, correct or block")] = Mode.ANNOTATE,
     limit: Annotated[int, typer.Option(help="how many scripted questions to run")] = 3,
     config: Annotated[Path | None, typer.Option(help="YAML settings file")] = None,
 ) -> None:

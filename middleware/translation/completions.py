@@ -7,7 +7,7 @@ import json
 import time
 from typing import Any
 
-from middleware.translation.streams import from_anthropic_stop, new_id, to_anthropic_stop
+from middleware.translation.streams import WITHHELD, from_anthropic_stop, new_id, to_anthropic_stop
 from middleware.translation.via_chat import Translate, unchanged, via_chat
 
 
@@ -131,6 +131,27 @@ def answer_text(answer: dict[str, Any], api: str) -> str | None:
     parts = _text_parts(answer, api)
     texts = [part.get(_key(api)) for part in parts]
     return "".join(t for t in texts if isinstance(t, str)) if parts else None
+
+
+def withhold(answer: dict[str, Any], api: str) -> None:
+    """Block mode: mark the answer as cut short for withheld content, as ``api`` says it
+    (``finish_reason: "content_filter"``, a response ``incomplete`` for ``content_filter``,
+    ``stop_reason: "refusal"``), and drop what a stopped stream would not have sent: tool
+    calls and every other part but the text (which ``replace_text`` truncates)."""
+    if api == "responses":
+        answer.update(status="incomplete", incomplete_details={"reason": WITHHELD})
+        answer["output"] = [{**item, "status": "incomplete"} for item in answer.get("output") or []
+                            if isinstance(item, dict) and item.get("type") == "message"]
+    elif api == "messages":
+        answer["stop_reason"] = to_anthropic_stop(WITHHELD)
+        answer["content"] = _text_parts(answer, api)
+    else:
+        for message in _text_parts(answer, api):
+            for key in ("tool_calls", "function_call"):
+                message.pop(key, None)
+        choices = answer.get("choices")
+        if isinstance(choices, list) and choices and isinstance(choices[0], dict):
+            choices[0]["finish_reason"] = WITHHELD
 
 
 def replace_text(answer: dict[str, Any], api: str, text: str) -> None:

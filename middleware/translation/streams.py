@@ -27,6 +27,12 @@ _FROM_ANTHROPIC_STOP = {"end_turn": "stop", "stop_sequence": "stop", "max_tokens
                         "tool_use": "tool_calls", "refusal": "content_filter", "pause_turn": "stop"}
 
 
+WITHHELD = "content_filter"
+"""Content withheld (block mode): chat completions' ``finish_reason`` and the Responses API's
+``incomplete_details.reason``; the Messages API's ``stop_reason`` is its ``to_anthropic_stop``
+(``refusal``)."""
+
+
 def to_anthropic_stop(reason: str | None) -> str:
     return _TO_ANTHROPIC_STOP.get(reason or "stop", "end_turn")
 

@@ -186,6 +186,20 @@ async def test_correct_mode_applies_corrections_and_says_so(make_proxy, page):
     await last_look(page, "correct")
 
 
+async def test_block_mode_stops_before_the_contradicted_sentence_and_says_so(make_proxy, page):
+    await open_ui(make_proxy, page, token_rate=200.0)
+    await ask(page, mode="block")
+    await finished(page, "blocked")
+    assert await page.locator("#raw-text").text_content() == ANSWER[: ANSWER.index("She won")]
+    note = await text(page, '#answer .ending[data-ending="blocked"]')
+    assert "judged contradictory" in note and "in 1905." in note and "withheld" in note
+    received = page.locator("#received")
+    assert await received.get_attribute("data-mode") == "block"
+    assert "withheld" in await received.text_content()
+    assert await page.locator("#answer .sentence").count() == 1  # the one sentence the client received
+    await last_look(page, "block")
+
+
 class FlaggingChecker(ScriptedChecker):
     """Correct mode as the pipeline does it when the edit gate refuses: contradicted, the fix
     proposed in the tag, no edit applied, the sentence sent as written."""

@@ -17,7 +17,15 @@ from adapters.langchain import FactCheckCallbackHandler, FactCheckedChatModel
 from middleware.commands.check import answer_json
 from middleware.chat.checked_stream import check_answer
 from adapters.demo_upstream import DemoAnswers
-from middleware.chat.protocol import ChatChunk, ChatCompletion, SentenceEvent, SummaryEvent, WsDone, WsStart
+from middleware.chat.protocol import (
+    BlockedEvent,
+    ChatChunk,
+    ChatCompletion,
+    SentenceEvent,
+    SummaryEvent,
+    WsDone,
+    WsStart,
+)
 from middleware.messages.protocol import MessageObject, MessagesFactcheck
 from middleware.responses.protocol import ResponseFactcheck, ResponseObject
 from middleware.chat.wire import ReceivedReports
@@ -48,17 +56,18 @@ def chat_body(mode: Mode, stream: bool) -> dict[str, Any]:
 
 def read_chunks(chunks: list[dict[str, Any]]) -> tuple[str, dict[str, Any]]:
     """A client's reading of streamed chunks: content, and the factcheck events (each proxy chunk
-    validated against the protocol's model)."""
+    validated against the protocol's model; the websocket's ``blocked`` message is one itself)."""
     received, reports, summary, text = ReceivedReports(), [], None, []
     for chunk in chunks:
         for choice in chunk.get("choices") or []:
             text.append((choice.get("delta") or {}).get("content") or "")
-        if "factcheck" in chunk:
-            ChatChunk.model_validate(chunk)
-            event = received.event(chunk["factcheck"])
-            if isinstance(event, SentenceEvent):
+        if "factcheck" in chunk or chunk.get("type") == "blocked":
+            if "factcheck" in chunk:
+                ChatChunk.model_validate(chunk)
+            event = received.event(chunk.get("factcheck") or chunk)
+            if isinstance(event, SentenceEvent | BlockedEvent):
                 reports.append(event.report)
-            else:
+            if isinstance(event, SummaryEvent | BlockedEvent):
                 summary = event.summary
     return "".join(text), comparable(reports, summary)
 
@@ -114,9 +123,9 @@ async def through_typed_events(proxy, mode: Mode, api: str) -> tuple[str, dict[s
                 if "factcheck" in event:
                     EXTENSION[api].model_validate(event)
                     checked = received.event(event["factcheck"])
-                    if isinstance(checked, SentenceEvent):
+                    if isinstance(checked, SentenceEvent | BlockedEvent):
                         reports.append(checked.report)
-                    else:
+                    if isinstance(checked, SummaryEvent | BlockedEvent):
                         summary = checked.summary
     return "".join(text), comparable(reports, summary)
 
@@ -152,14 +161,14 @@ async def through_websocket(proxy, mode: Mode) -> tuple[str, dict[str, Any]]:
 
 
 async def through_runnable(runner: CheckRunner, mode: Mode) -> tuple[str, dict[str, Any]]:
-    model = FactCheckedChatModel(GenericFakeChatModel(messages=iter([ANSWER])), runner, mode=mode)
+    model = FactCheckedChatModel(GenericFakeChatModel(messages=iter([ANSWER])), runner, mode=mode, on_block="truncate")
     text, reports, summary = [], [], None
     async for item in model.astream(QUESTION):
         if isinstance(item, AIMessageChunk):
             text.append(item.text)
-        elif isinstance(item, SentenceEvent):
+        if isinstance(item, SentenceEvent | BlockedEvent):
             reports.append(item.report)
-        elif isinstance(item, SummaryEvent):
+        if isinstance(item, SummaryEvent | BlockedEvent):
             summary = item.summary
     return "".join(text), comparable(reports, summary)
 
@@ -205,6 +214,29 @@ async def test_every_face_gives_the_same_text_reports_and_summary(make_proxy, mo
     # The callback watches a model it does not change: its reports are the same, its text the model's.
     text, checked = await through_callback(runner, mode)
     assert text == ANSWER and checked == reference
+
+
+async def test_block_mode_stops_every_face_at_the_same_sentence(make_proxy):
+    mode = Mode.BLOCK
+    proxy = await parity_proxy(make_proxy)
+    runner = CheckRunner(ScriptedChecker(FIXES), CheckSettings(sentence_budget_s=10))
+    faces = {
+        "sse": await through_sse(proxy, mode),
+        "non-stream": await through_non_stream(proxy, mode),
+        "websocket": await through_websocket(proxy, mode),
+        "responses": await through_typed_events(proxy, mode, "responses"),
+        "responses non-stream": await through_typed_non_stream(proxy, mode, "responses"),
+        "messages": await through_typed_events(proxy, mode, "messages"),
+        "messages non-stream": await through_typed_non_stream(proxy, mode, "messages"),
+        "langchain runnable": await through_runnable(runner, mode),
+        "check command": await through_check_command(runner, mode),
+    }
+    reference = faces["sse"][1]
+    assert [r["verdict"]["label"] for r in reference["reports"]] == ["attributable", "contradictory"]
+    assert reference["summary"]["verdicts"] == {"attributable": 1, "contradictory": 1}
+    for face, (text, checked) in faces.items():
+        assert text == ANSWER[: ANSWER.index("She won")], face
+        assert checked == reference, face
 
 
 async def test_off_mode_is_the_answer_alone_on_every_face(make_proxy):
