@@ -15,6 +15,7 @@ the switch is set only where it is needed.
 from __future__ import annotations
 
 import functools
+import logging
 import platform
 from pathlib import Path
 
@@ -23,6 +24,8 @@ EXACT_INT8_FLAGS = frozenset({"avx512_vnni", "avx_vnni", "amx_int8"})
 
 INT8_FLAG_PREFIXES = ("avx2", "avx512", "avx_vnni", "amx")
 """The flags worth printing beside int8 results (``int8_flags``)."""
+
+log = logging.getLogger(__name__)
 
 _X86 = frozenset({"x86_64", "amd64", "i386", "i686", "x86"})
 CPUINFO = Path("/proc/cpuinfo")
@@ -64,8 +67,14 @@ def needs_exact_int8_switch(machine: str, flags: frozenset[str] | None) -> bool:
 
 @functools.cache
 def exact_int8_switch_needed() -> bool:
-    """``needs_exact_int8_switch`` for the CPU this process runs on."""
-    return needs_exact_int8_switch(platform.machine(), cpu_flags())
+    """``needs_exact_int8_switch`` for the CPU this process runs on (logged once where it is)."""
+    needed = needs_exact_int8_switch(platform.machine(), cpu_flags())
+    if needed:
+        flags = cpu_flags()
+        log.info("no VNNI or AMX on this CPU (int8 flags: %s): int8 graphs run on onnxruntime's exact uint8 "
+                 "kernels (session.x64quantprecision), slower than its default ones, with the results of any "
+                 "other x86 CPU", " ".join(int8_flags(flags)) if flags is not None else "unknown")
+    return needed
 
 
 def describe() -> str:
