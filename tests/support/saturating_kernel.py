@@ -56,7 +56,8 @@ def _saturating_matmul(node: Any, constants: dict[str, Any], initializers: Any) 
         numpy_helper.from_array(odds.astype(np.int64), f"{p}_odds"),
         numpy_helper.from_array(np.array([-1], np.int64), f"{p}_last"),
         numpy_helper.from_array(np.array([-2], np.int64), f"{p}_pairs"),
-        numpy_helper.from_array(np.float32(INT16[0]), f"{p}_lo"), numpy_helper.from_array(np.float32(INT16[1]), f"{p}_hi"),
+        numpy_helper.from_array(np.array(INT16[0], np.float32), f"{p}_lo"),
+        numpy_helper.from_array(np.array(INT16[1], np.float32), f"{p}_hi"),
         numpy_helper.from_array(weight.sum(0), f"{p}_colsum"),
     ])
 
