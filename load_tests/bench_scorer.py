@@ -9,12 +9,15 @@ the claims with a number changed) two ways:
 - the micro-batcher: ``--concurrency`` callers each awaiting one pair at a time, as streams do.
 
 Parity compares each run's probabilities with the CPU running ``--reference`` (default int8,
-the CPU default): largest absolute difference, argmax agreement, and agreement of the
+the CPU default): largest absolute difference, the same for logits (read back from the
+probabilities as centred log-probabilities, which drops the softmax's shift), argmax agreement,
+and agreement of the
 calibrated decisions (supported at the manifest's entailment threshold, contradicted at its
 contradiction threshold). Figures are medians over ``--rounds``.
 
     python -m load_tests.bench_scorer --provider cpu --precision int8 --precision fp32
     python -m load_tests.bench_scorer --provider cuda --precision fp32 --precision fp16 --json out.json
+    python -m load_tests.bench_scorer --precision int8 --reference fp32 --battery 80 --rounds 1
 """
 
 from __future__ import annotations
@@ -43,6 +46,16 @@ def demo_pairs(n: int, seed: int = 0) -> list[tuple[str, str]]:
     for case in demo_cases((n + 4) // 5, seed=seed):
         pairs += [(passage, case.claim) for passage in case.evidence]
     return pairs[:n]
+
+
+def battery_pairs(n: int, data_root: Path = Path("../shared/data")) -> list[tuple[str, str]]:
+    """(evidence, claim) pairs of the quality battery: ``n`` items of each set, sampled as
+    ``factcheck eval-battery`` samples its test split, each claim against its evidence passages
+    joined (the tokenizer keeps the model's first tokens)."""
+    from middleware.training.claim_sets import ALL_SETS, load_set, sample
+
+    return [(" ".join(item.evidence), item.claim)
+            for name in ALL_SETS for item in sample(load_set(data_root, name), "test", n)]
 
 
 def _settings(provider: str, precision: str, model: str) -> RuntimeSettings:
@@ -91,12 +104,18 @@ def parity(probs: np.ndarray, reference: np.ndarray, scorer: OnnxPairScorer) -> 
     e, c = labels.index("entailment"), labels.index("contradiction")
     return {
         "max_abs_diff": float(np.abs(probs - reference).max()),
+        "max_logit_diff": float(np.abs(_centred_logits(probs) - _centred_logits(reference)).max()),
         "argmax_agreement": float((probs.argmax(1) == reference.argmax(1)).mean()),
         "decision_agreement": float(
             ((probs[:, e] >= entail) == (reference[:, e] >= entail)).mean() * 0.5
             + ((probs[:, c] >= contra) == (reference[:, c] >= contra)).mean() * 0.5
         ),
     }
+
+
+def _centred_logits(probs: np.ndarray) -> np.ndarray:
+    logs = np.log(np.clip(probs, 1e-30, None))
+    return logs - logs.mean(1, keepdims=True)
 
 
 def measure(
@@ -142,9 +161,14 @@ def main(
         Path | None, typer.Option(help="read the pairs from this JSON list (written by --save-pairs) instead")
     ] = None,
     save_pairs: Annotated[Path | None, typer.Option(help="write the pairs as a JSON list and stop")] = None,
+    battery: Annotated[
+        int, typer.Option(help="instead: this many pairs of each quality-battery set (../shared/data)")
+    ] = 0,
 ) -> None:
     """Pairs/s of score_sync and through the micro-batcher, and parity with the CPU."""
-    if pairs_file:
+    if battery:
+        data = battery_pairs(battery)
+    elif pairs_file:
         data = [(a, b) for a, b in json.loads(pairs_file.read_text(encoding="utf-8"))][:pairs]
     else:
         data = demo_pairs(pairs)
@@ -157,11 +181,11 @@ def main(
     rows = [measure(model, provider, p, data, concurrency, rounds, batch_size, ref) for p in precision or ["auto"]]
     typer.echo(f"{len(data)} pairs, {concurrency} callers, parity against CPU {reference}")
     typer.echo(f"{'provider':22} {'precision':9} {'file':26} {'sync/s':>8} {'batched/s':>9} {'ratio':>6} "
-               f"{'batch':>5} {'busy':>5} {'max diff':>8} {'argmax':>7} {'decision':>8}")
+               f"{'batch':>5} {'busy':>5} {'max diff':>8} {'logits':>6} {'argmax':>7} {'decision':>8}")
     for r in rows:
         typer.echo(f"{r['provider']:22} {r['precision']:9} {r['file']:26} {r['sync_pairs_per_s']:8.0f} "
                    f"{r['batched_pairs_per_s']:9.0f} {r['batched_over_sync']:6.2f} {r['mean_batch']:5.1f} "
-                   f"{r['inference_share']:5.2f} {r['max_abs_diff']:8.4f} "
+                   f"{r['inference_share']:5.2f} {r['max_abs_diff']:8.4f} {r['max_logit_diff']:6.3f} "
                    f"{r['argmax_agreement']:7.3f} {r['decision_agreement']:8.3f}")
     if json_out:
         json_out.write_text(json.dumps(rows, indent=2) + "\n", encoding="utf-8")

@@ -1,5 +1,16 @@
 """int8 dynamic quantisation of exported graphs, and int8 copies of fp32 export directories.
-Needs onnxruntime only (no torch)."""
+Needs onnxruntime only (no torch).
+
+Dynamic int8 multiplies uint8 activations by int8 weights. On x86 CPUs without VNNI (AVX2,
+AVX-512F/BW) onnxruntime's default kernel adds each two neighbouring products in a saturating
+int16 (255 x 127 x 2 overflows it), so the same graph gave other logits there than on a VNNI
+CPU (issue 47: 0.505 first-token agreement of a tiny T5, which the test double in
+tests/support/saturating_kernel.py reproduces). The weights stay 8-bit: on those CPUs the
+runtime asks onnxruntime for exact products (``middleware.runtime.cpu``), which gives every x86
+CPU the VNNI results. 7-bit weights (``reduce_range``), exact on any kernel without that switch,
+cost the shipped verifier 1.5 points of LFQA balanced accuracy (84.3 -> 82.8, re-quantised from
+its weight-only copy; 83.6 at 8 bits the same way), so they are not used (its model card).
+"""
 
 from __future__ import annotations
 

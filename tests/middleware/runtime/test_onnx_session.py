@@ -1,8 +1,10 @@
-"""Sessions: provider choice, the CUDA error, the shared registry, the IO-binding path, and the
-raw logits of a tiny random int8 export keeping the fp32 export's argmax."""
+"""Sessions: provider choice, the CUDA error, the shared registry, the IO-binding path, the raw
+logits of a tiny random int8 export keeping the fp32 export's argmax, and exact int8 products
+on CPUs without VNNI."""
 
 from __future__ import annotations
 
+import platform
 from pathlib import Path
 
 import numpy as np
@@ -103,3 +105,29 @@ def test_int8_keeps_the_argmax(exports: dict[str, Path]) -> None:
     fp32, int8 = _raw_logits(exports["nli-fp32"], pairs), _raw_logits(exports["nli-int8"], pairs)
     agreement = float((fp32.argmax(1) == int8.argmax(1)).mean())
     assert agreement >= 0.95, agreement
+
+
+@pytest.mark.skipif(platform.machine().lower() not in ("x86_64", "amd64"), reason="an x86 switch")
+@pytest.mark.parametrize("needed", [True, False])
+def test_a_cpu_without_vnni_gets_exact_int8_products(
+    needed: bool, exports: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where ``middleware.runtime.cpu`` says the CPU lacks VNNI, the sessions ask onnxruntime for
+    exact products: it moves the int8 weights to uint8 at load (the kernels that cannot
+    saturate), and the logits stay those of the exact int8 kernels (this CPU's own, with the
+    switch where it needs it). Elsewhere the weights stay int8, on the fast kernels."""
+    import middleware.runtime.onnx_session as onnx_session
+
+    model = exports["nli-int8"] / "model.onnx"
+    pairs = random_pairs(50, seed=4)
+    exact = _raw_logits(exports["nli-int8"], pairs)
+    monkeypatch.setattr(onnx_session, "exact_int8_switch_needed", lambda: needed)
+    options = onnx_session.session_options(RuntimeSettings(provider="cpu"))
+    options.optimized_model_filepath = str(tmp_path / "as_loaded.onnx")
+    ort.InferenceSession(str(model), options, providers=[CPU])
+    kinds = {init.data_type for init in onnx.load(str(tmp_path / "as_loaded.onnx")).graph.initializer}
+    if not needed:
+        assert TensorProto.INT8 in kinds
+        return
+    assert TensorProto.INT8 not in kinds and TensorProto.UINT8 in kinds
+    np.testing.assert_allclose(_raw_logits(exports["nli-int8"], pairs), exact, atol=1e-5)

@@ -1,5 +1,5 @@
 """Greedy generation with an exported tiny T5 (``runtime.seq2seq``): encoder and decoder parity
-with PyTorch, greedy decoding as ``generate``, fusion-in-decoder, and int8 keeping the first token."""
+with PyTorch, greedy decoding as ``generate``, fusion-in-decoder, and int8 logits close to fp32."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ transformers = pytest.importorskip("transformers")
 from middleware.runtime import OnnxSeq2Seq, fuse  # noqa: E402
 from middleware.settings import RuntimeSettings  # noqa: E402
 from onnx_models.manifest import read_manifest  # noqa: E402
+from tests.support.saturating_kernel import saturating  # noqa: E402
 from tests.support.tiny_exports import _torch_inputs, random_texts  # noqa: E402
 
 
@@ -71,15 +72,33 @@ def test_fusion_in_decoder_accepts_concatenated_states(t5: object, exports: dict
     assert len(onnx.generate_fused(groups, max_new_tokens=4)) == 2
 
 
-def test_seq2seq_int8_keeps_the_first_token(exports: dict[str, Path]) -> None:
+def test_seq2seq_int8_logits_stay_close_to_fp32(exports: dict[str, Path]) -> None:
+    """The int8 decoder's first-token logits against the fp32 decoder's, as a relative RMS error
+    per input (the error's RMS over the spread of the fp32 logits): a property of the quantised
+    model on any CPU, not an agreement of argmaxes, which random weights leave near ties.
+    Measured here: mean 0.04, worst 0.22. The same graph as the default kernels of a CPU without
+    VNNI compute it (``saturating``) is far outside (mean 0.50, worst 1.49; 0.505 of the argmaxes
+    kept, the figure issue 47 saw on an AMD EPYC): what the runtime's exact int8 products switch
+    prevents there (tests/middleware/runtime/test_onnx_session.py)."""
+    import onnx as onnx_lib
+    import onnxruntime as ort
+
     assert read_manifest(exports["seq2seq-int8"]).quantized_graphs == ["decoder"]
     texts = random_texts(200, seed=9)
-    firsts = []
-    for key in ("seq2seq-fp32", "seq2seq-int8"):
-        onnx = OnnxSeq2Seq(exports[key], RuntimeSettings(provider="cpu"))
-        states, mask = onnx.encode(texts)
-        start = np.zeros((len(texts), 1), dtype=np.int64)
-        logits = onnx.decoder.run({"decoder_input_ids": start, "encoder_hidden_states": states,
-                                   "encoder_attention_mask": mask})[0]
-        firsts.append(logits[:, -1].argmax(-1))
-    assert (firsts[0] == firsts[1]).mean() >= 0.95
+    fp32_model = OnnxSeq2Seq(exports["seq2seq-fp32"], RuntimeSettings(provider="cpu"))
+    states, mask = fp32_model.encode(texts)
+    feeds = {"decoder_input_ids": np.zeros((len(texts), 1), dtype=np.int64), "encoder_hidden_states": states,
+             "encoder_attention_mask": mask}
+    int8_model = OnnxSeq2Seq(exports["seq2seq-int8"], RuntimeSettings(provider="cpu"))
+    np.testing.assert_allclose(int8_model.encode(texts)[0], states, atol=1e-5)  # the encoder stays fp32
+    fp32 = fp32_model.decoder.run(feeds)[0][:, -1]
+    spread = np.sqrt(((fp32 - fp32.mean(1, keepdims=True)) ** 2).mean(1))
+
+    def error(logits: np.ndarray) -> np.ndarray:
+        return np.sqrt(((logits[:, -1] - fp32) ** 2).mean(1)) / spread
+
+    exact = error(int8_model.decoder.run(feeds)[0])
+    assert exact.mean() <= 0.1 and exact.max() <= 0.5, (exact.mean(), exact.max())
+    decoder = onnx_lib.load(str(exports["seq2seq-int8"] / "decoder.onnx"))
+    saturated = ort.InferenceSession(saturating(decoder).SerializeToString(), providers=["CPUExecutionProvider"])
+    assert error(saturated.run(None, feeds)[0]).mean() > 0.1
