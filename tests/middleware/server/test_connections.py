@@ -43,7 +43,7 @@ async def test_slow_header_connections_are_closed_and_healthz_stays_up(make_prox
 
     async def trickle(writer: asyncio.StreamWriter) -> None:
         try:
-            writer.write(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nX-Slow: ")
+            writer.write(b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ")
             for _ in range(40):  # one header byte every 50 ms: never a complete head
                 await asyncio.sleep(0.05)
                 writer.write(b"x")
@@ -76,7 +76,7 @@ async def test_a_long_answer_is_never_cut_by_the_header_timeout(make_proxy):
 async def test_idle_keepalive_connections_are_closed(make_proxy):
     proxy = await make_proxy(ScriptedChecker(), **{"server.keepalive_timeout_s": 0.5})
     reader, writer = await asyncio.open_connection(*host_port(proxy.url))
-    writer.write(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+    writer.write(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
     await writer.drain()
     assert b"200 OK" in await reader.readuntil(b"\r\n\r\n")
     t0 = time.perf_counter()
