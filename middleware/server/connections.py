@@ -58,7 +58,7 @@ from middleware.server.http_errors import SERVER_NAME, PeerLog, http_refusal, re
 
 log = logging.getLogger(__name__)
 
-_TARGET = re.compile(rb"^\s*[A-Za-z]+ +([^ ?]*)")
+_TARGET = re.compile(rb"^\s*[A-Za-z]+ +([^ ?\x00]*)")
 """The path of a request line, as far as it came (to answer a malformed request in its face's format)."""
 _HEAD_SNIFF_BYTES = 256
 
@@ -276,7 +276,7 @@ class GuardedRequestHandler(RequestHandler):
 
     def _face_path(self, request: BaseRequest) -> str | None:
         """The path of the failed request: its own once parsed, else what its request line said."""
-        if request.message is not ERROR:
+        if request._message is not ERROR:  # aiohttp's placeholder for a request it could not parse
             return request.path
         matched = _TARGET.match(self._head_start)
         return matched.group(1).decode("latin-1") if matched else None
