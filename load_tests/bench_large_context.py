@@ -2,7 +2,7 @@
 chat requests arrive (issue 47, item 5).
 
     python -m load_tests.bench_large_context [--requests 3] [--chars 390000] [--checker pipeline]
-                                             [--rounds 3] [--mode annotate]
+                                             [--rounds 3] [--mode annotate] [--check-workers 0] [--code PATH]
 
 The proxy (``factcheck serve``, default settings but the checker) runs in its own process in
 front of the scripted mock upstream (``load_tests.mock_upstream``), both on loopback. This
@@ -11,6 +11,7 @@ with nothing else arriving (the baseline), then while ``--requests`` chat reques
 with a context of ``--chars`` characters (demo-corpus documents repeated, as one system
 message: how a RAG app sends them), are sent at once and streamed to their end. Printed per
 round and pooled: ``/healthz`` p50, p99 and max in each phase, and each chat request's time.
+``--code``: another checkout's ``middleware`` (for before/after in one sitting).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import asyncio
 import json
 import statistics
 import time
+from pathlib import Path
 from typing import Annotated, Any
 
 import aiohttp
@@ -99,12 +101,15 @@ def main(
     rounds: Annotated[int, typer.Option(help="rounds, pooled")] = 3,
     interval: Annotated[float, typer.Option(help="seconds between two /healthz requests")] = 0.005,
     quiet_s: Annotated[float, typer.Option(help="seconds of the baseline phase of each round")] = 2.0,
+    check_workers: Annotated[int, typer.Option(help="the proxy's check.workers (0: checks on the relay's loop)")] = 0,
+    code: Annotated[Path | None, typer.Option(help="checkout whose middleware runs (default: this one)")] = None,
 ) -> None:
     body = json.dumps(chat_body(context_text(chars), mode)).encode()
     upstream = start_mock_upstream(token_rate=50.0)
-    proxy = start_proxy(upstream.port, checker=checker)
+    proxy = start_proxy(upstream.port, checker=checker, extra_env={"FACTCHECK_CHECK__WORKERS": str(check_workers)},
+                        code=code)
     print(f"{requests} requests x {chars:,} characters of context ({len(body):,} bytes each), checker {checker}, "
-          f"mode {mode}; /healthz every {1000 * interval:.0f} ms")
+          f"check.workers {check_workers}, mode {mode}; /healthz every {1000 * interval:.0f} ms; code {code or 'this checkout'}")
     pooled: tuple[list[float], list[float], list[float]] = ([], [], [])
     try:
         asyncio.run(one_chat(f"http://127.0.0.1:{proxy.port}/v1/chat/completions", body))  # warm: models loaded

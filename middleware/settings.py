@@ -62,8 +62,8 @@ class ServerSettings(BaseModel):
     )
     max_idle_connections: int = Field(
         1024, ge=1, description="most connections open without a complete request (new ones waiting for their head, "
-        "idle keep-alive ones, ones whose body is still arriving); past it the one waiting longest is closed (a body "
-        "in progress answered 408). Never more than the process's descriptor limit less reserved_descriptors"
+        "idle keep-alive ones, ones whose body is still arriving); past it the one waiting longest is closed. Never "
+        "more than the process's descriptor limit less reserved_descriptors"
     )
     body_min_rate_bytes_s: int = Field(
         1024, ge=0, le=1_000_000, description="after its head a request body gets header_timeout_s plus one second "

@@ -83,6 +83,7 @@ def _speaking(upstream: Upstream) -> Callable[[str], Upstream] | None:
 
 
 async def _close_clients(app: web.Application) -> None:
+    app[SERVICE_KEY].cutter.close()
     await app[SERVICE_KEY].upstream.close()
     await app[LIMITER_KEY].aclose()
 

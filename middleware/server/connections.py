@@ -14,8 +14,8 @@ aiohttp's HTTP parser refuses; over aiohttp's own keep-alive timeout.
   byte of a next request) is closed after this (aiohttp's own timer).
 - **Pending cap** (``server.max_idle_connections``): connections without a complete request
   (new ones still sending their head, idle keep-alive ones, ones whose body is still
-  arriving) past the cap are closed, the one waiting longest first (a body in progress is
-  answered 408), so a flood of them cannot crowd out clients with requests to make. The cap
+  arriving) past the cap are closed at once, the one waiting longest first, so a flood of
+  them cannot crowd out clients with requests to make. The cap
   never exceeds the process's descriptor limit (``RLIMIT_NOFILE``) less
   ``server.reserved_descriptors``: slow clients cannot take the descriptors that answers
   need (their upstream connections), whatever the limit.
@@ -203,10 +203,11 @@ class GuardedRequestHandler(RequestHandler):
         super().connection_lost(exc)
 
     def evict(self) -> None:
-        """Closed by the pending cap: a body in progress is answered 408, else the connection closes."""
+        """Closed by the pending cap, at once: its descriptor is what the cap is for (a body
+        in progress is not answered; its handler sees the client gone)."""
         self._cancel_deadline()
-        if not self._fail_body("the server has too many connections waiting for their requests; retry"):
-            self.force_close()
+        self._body = None
+        self.force_close()
 
     # ------------------------------------------------------------------ deadlines
     def _start_deadline(self, after_s: float) -> None:
@@ -234,15 +235,13 @@ class GuardedRequestHandler(RequestHandler):
         CONNECTIONS_CLOSED.labels(reason="body_timeout").inc()
         self._fail_body("the request body arrived too slowly (server.body_min_rate_bytes_s, server.body_timeout_s)")
 
-    def _fail_body(self, message: str) -> bool:
-        """Fail the body in progress, if any, with a 408: its handler's read raises it and it
-        is answered in the API's format; the connection then closes (``finish_response``)."""
+    def _fail_body(self, message: str) -> None:
+        """Fail the body in progress with a 408: its handler's read raises it and it is
+        answered in the API's format; the connection then closes (``finish_response``)."""
         body, self._body = self._body, None
         self._pending.served(self)
-        if body is None or body.is_eof() or body.exception() is not None:
-            return False
-        body.set_exception(RequestError(message, status=408, code="request_timeout"))
-        return True
+        if body is not None and not body.is_eof() and body.exception() is None:
+            body.set_exception(RequestError(message, status=408, code="request_timeout"))
 
     # ------------------------------------------------------------------ errors
     def handle_error(self, request: BaseRequest, status: int = 500, exc: BaseException | None = None,
