@@ -13,12 +13,16 @@ another process would cost more than the cut.
 from __future__ import annotations
 
 import asyncio
+import logging
 import multiprocessing
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 
 from middleware.evidence.request_passages import ContextText, context_passages
 from middleware.types import Passage
+
+log = logging.getLogger(__name__)
 
 INLINE_CHARS = 4000
 """A context up to this size is cut on the event loop (well under a millisecond)."""
@@ -36,7 +40,12 @@ class ContextCutter:
             return context_passages(texts)
         if self._pool is None:  # spawned, not forked: the relay's threads and loop do not survive a fork
             self._pool = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"))
-        return await asyncio.get_running_loop().run_in_executor(self._pool, context_passages, list(texts))
+        try:
+            return await asyncio.get_running_loop().run_in_executor(self._pool, context_passages, list(texts))
+        except BrokenProcessPool:  # the process died (killed, out of memory): a new one for the next request
+            log.warning("the context-cutting process died; this context is cut in a thread, the next in a new process")
+            self._pool = None
+            return await asyncio.to_thread(context_passages, texts)
 
     def close(self) -> None:
         """Stop the cutting process, if one was started (requests in flight get an error)."""

@@ -65,3 +65,18 @@ async def test_healthz_answers_while_three_large_contexts_arrive(make_proxy):
     # all but the slowest (one hiccup of a shared machine is not the point): measured 3-6 ms at this
     # commit, 44-175 ms with the contexts cut in a worker thread (max 7-16 ms against 48-246 ms)
     assert sorted(latencies)[-2] < 0.03, sorted(latencies)[-5:]
+
+
+async def test_a_dead_cutting_process_is_replaced():
+    cutter = ContextCutter(inline_chars=10)
+    texts = [ContextText("factcheck.context[0]", large_context(2_000))]
+    try:
+        assert await cutter.passages(texts) == context_passages(texts)
+        for process in list(cutter._pool._processes.values()):  # killed from outside (out of memory, say)
+            process.kill()
+            process.join()
+        assert await cutter.passages(texts) == context_passages(texts)  # this one in a thread
+        assert await cutter.passages(texts) == context_passages(texts)  # a new process
+        assert cutter._pool is not None
+    finally:
+        cutter.close()
