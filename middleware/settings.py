@@ -85,8 +85,8 @@ class ServerSettings(BaseModel):
         default_factory=list, description="Host header values (names or addresses, no port) accepted by every "
         "endpoint, the websocket's Origin included; a request for another host is refused (400) before any work "
         "(DNS rebinding). '.example.org' also matches its subdomains, '*' any host. Empty: the address the server "
-        "listens on (server.host; all interfaces: any IP address and this machine's name) and localhost, 127.0.0.1, "
-        "::1"
+        "listens on (server.host; on all interfaces: any IP address and any name without a dot, such as a "
+        "container's service name) and localhost, 127.0.0.1, ::1"
     )
 
 

@@ -11,7 +11,6 @@ merely match the request's own Host.
 from __future__ import annotations
 
 import ipaddress
-import socket
 from collections.abc import Iterable
 from urllib.parse import urlsplit
 
@@ -25,24 +24,27 @@ _ALL_INTERFACES = ("", "0.0.0.0", "::")
 
 class AllowedHosts:
     """Host names and addresses (no ports): exact, ``.example.org`` with its subdomains, ``*``
-    any; ``any_address``: every IP address literal too (a server on all interfaces is
-    reached by any of its addresses, which no rebinding page can name)."""
+    any; ``any_local``: every IP address literal and every single-label name too (a server
+    on all interfaces is reached by any of its addresses, by its machine's name and, in a
+    container, by its service's name: ``proxy:8000`` for Prometheus. A rebinding page
+    needs a name the attacker's DNS answers, which has a dot; a single-label name is
+    resolved by the client's own hosts file and search domains)."""
 
-    def __init__(self, names: Iterable[str], any_address: bool = False) -> None:
+    def __init__(self, names: Iterable[str], any_local: bool = False) -> None:
         cleaned = {name.strip().lower().strip("[]").rstrip(".") for name in names if name.strip()}
         self.any_host = "*" in cleaned
         self.suffixes = tuple(name for name in cleaned if name.startswith("."))
         self.names = frozenset(name for name in cleaned if not name.startswith("."))
-        self.any_address = any_address
+        self.any_local = any_local
 
     @classmethod
     def for_server(cls, server: ServerSettings) -> AllowedHosts:
         """``server.allowed_hosts``, or by default the address it listens on and loopback's
-        names (on all interfaces: any address literal and this machine's name)."""
+        names (on all interfaces: any address literal and any single-label name)."""
         if server.allowed_hosts:
             return cls(server.allowed_hosts)
         if server.host in _ALL_INTERFACES:
-            return cls([*LOOPBACK_NAMES, socket.gethostname()], any_address=True)
+            return cls(LOOPBACK_NAMES, any_local=True)
         return cls([*LOOPBACK_NAMES, server.host])
 
     def allows(self, host: str) -> bool:
@@ -50,7 +52,7 @@ class AllowedHosts:
         host = host.lower().strip("[]").rstrip(".")
         if self.any_host or host in self.names or any(host.endswith(s) or host == s[1:] for s in self.suffixes):
             return True
-        return self.any_address and _is_address(host)
+        return self.any_local and ("." not in host or _is_address(host))
 
     def allows_header(self, value: str | None) -> bool:
         """Whether a ``Host`` header names an allowed host (no header: not a browser, allowed)."""

@@ -84,7 +84,8 @@ def test_the_default_hosts_follow_the_listening_address():
     named = AllowedHosts.for_server(ServerSettings(host="10.0.0.5"))
     assert named.allows("10.0.0.5") and not named.allows("10.0.0.6")
     everywhere = AllowedHosts.for_server(ServerSettings(host="0.0.0.0"))
-    assert everywhere.allows("10.0.0.6") and everywhere.allows("fe80::1") and not everywhere.allows("evil.example")
+    assert everywhere.allows("10.0.0.6") and everywhere.allows("fe80::1") and everywhere.allows("proxy")
+    assert not everywhere.allows("evil.example") and not everywhere.allows("proxy.evil.example")
     assert AllowedHosts(["*"]).allows("anything.example")
 
 
