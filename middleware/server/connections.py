@@ -61,6 +61,9 @@ log = logging.getLogger(__name__)
 _TARGET = re.compile(rb"^\s*[A-Za-z]+ +([^ ?\x00]*)")
 """The path of a request line, as far as it came (to answer a malformed request in its face's format)."""
 _HEAD_SNIFF_BYTES = 256
+DRAIN_S = 1.0
+"""How long a connection answered for a failed body reads (and drops) what its client still
+sends before it closes: the answer's bytes reach the client before any reset."""
 
 
 def descriptor_budget(reserved: int) -> int:
@@ -192,9 +195,24 @@ class GuardedRequestHandler(RequestHandler):
             return await super().finish_response(request, resp, start_time)
         finally:
             if body_failed:
-                self.force_close()
+                self._close_after_answer()
             elif self.transport is not None and not self._messages and self._body is None:
                 self._pending.waiting(self)  # answered: waiting for the next request
+
+    def _close_after_answer(self) -> None:
+        """Close a connection whose body failed without losing its answer: a FIN follows the
+        answer (half-close), what the client still sends is read and dropped for ``DRAIN_S``,
+        then the connection closes. Closed at once, a client still sending its body gets a
+        reset, which can overtake the answer and discard it."""
+        transport = self.transport
+        self._force_close = True  # aiohttp reads no more of the body and no next request
+        if self._waiter:
+            self._waiter.cancel()
+        if transport is None:
+            return
+        if transport.can_write_eof():
+            transport.write_eof()
+        self._loop.call_later(DRAIN_S, transport.close)
 
     def connection_lost(self, exc: BaseException | None) -> None:
         self._cancel_deadline()
