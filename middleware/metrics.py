@@ -86,11 +86,12 @@ REQUEST_ERRORS = Counter("factcheck_request_errors_total", "Requests refused by 
 ACTIVE_STREAMS = Gauge("factcheck_active_streams", "Streams being served now", multiprocess_mode="livesum")
 REQUESTS = Counter("factcheck_requests_total", "Chat completion requests", ["mode", "stream"])
 CONNECTIONS_CLOSED = Counter(
-    "factcheck_connections_closed_total", "Connections the server closed for holding it without a request: "
-    "header_timeout (no complete request head in server.header_timeout_s), idle_cap (past "
+    "factcheck_connections_closed_total", "Connections the server closed for holding it without a complete request: "
+    "header_timeout (no complete request head in server.header_timeout_s), body_timeout (a body slower than "
+    "server.body_min_rate_bytes_s or past server.body_timeout_s: answered 408), idle_cap (past "
     "server.max_idle_connections)", ["reason"]
 )
-for _reason in ("header_timeout", "idle_cap"):
+for _reason in ("header_timeout", "body_timeout", "idle_cap"):
     CONNECTIONS_CLOSED.labels(reason=_reason)
 
 # Model runtime

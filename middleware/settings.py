@@ -44,8 +44,8 @@ class ServerSettings(BaseModel):
     )
     ws_allowed_origins: list[str] = Field(
         default_factory=list,
-        description="browser Origins allowed on the websocket besides the proxy's own ('*': any); "
-        "requests without Origin (not from a browser) are allowed",
+        description="browser Origins allowed on the websocket besides pages on an allowed host (allowed_hosts) "
+        "on the proxy's port ('*': any); requests without Origin (not from a browser) are allowed",
     )
     event_loop: Literal["auto", "uvloop", "asyncio"] = Field(
         "auto", description="event loop: uvloop when installed (auto), uvloop (required) or asyncio's own"
@@ -54,16 +54,39 @@ class ServerSettings(BaseModel):
         1, ge=1, description="proxy processes sharing the port (SO_REUSEPORT); per-process limits are split between them"
     )
     header_timeout_s: float = Field(
-        10.0, gt=0, description="a new connection must send a complete request head within this; else it is closed "
-        "(slow-header clients)"
+        10.0, gt=0, description="a request head must be complete within this of its first byte (a new connection's: "
+        "of its opening, a kept-alive one's next head too); else the connection is closed (slow-header clients)"
     )
     keepalive_timeout_s: float = Field(
-        75.0, gt=0, description="an idle keep-alive connection (or one whose next request head is not complete) is "
-        "closed after this"
+        75.0, gt=0, description="an idle keep-alive connection (no byte of a next request) is closed after this"
     )
     max_idle_connections: int = Field(
-        1024, ge=1, description="most connections open with no request in progress (new ones waiting for their head, "
-        "idle keep-alive ones); past it the longest idle one is closed"
+        1024, ge=1, description="most connections open without a complete request (new ones waiting for their head, "
+        "idle keep-alive ones, ones whose body is still arriving); past it the one waiting longest is closed. Never "
+        "more than the process's descriptor limit less reserved_descriptors"
+    )
+    body_min_rate_bytes_s: int = Field(
+        1024, ge=0, le=1_000_000, description="after its head a request body gets header_timeout_s plus one second "
+        "per this many bytes received, at most body_timeout_s: a slower body is answered 408 and its connection "
+        "closed (a body trickled at 1 byte/s held a connection indefinitely). 0: no floor. At most 1 MB/s: a higher "
+        "floor would cut ordinary clients on slow links"
+    )
+    body_timeout_s: float = Field(
+        60.0, gt=0, le=3600, description="a request body must be complete within this of its head, however fast it "
+        "arrives; else 408 and the connection is closed. At most an hour: a connection held longer is a descriptor "
+        "lost to everyone else"
+    )
+    reserved_descriptors: int = Field(
+        256, ge=16, le=65_536, description="file descriptors the cap on waiting connections (max_idle_connections) "
+        "leaves free under the process's limit (RLIMIT_NOFILE) for requests being answered: their upstream "
+        "connections, files, the check workers' pipes. At least 16: fewer would not cover one stream's own"
+    )
+    allowed_hosts: list[str] = Field(
+        default_factory=list, description="Host header values (names or addresses, no port) accepted by every "
+        "endpoint, the websocket's Origin included; a request for another host is refused (400) before any work "
+        "(DNS rebinding). '.example.org' also matches its subdomains, '*' any host. Empty: the address the server "
+        "listens on (server.host; on all interfaces: any IP address and any name without a dot, such as a "
+        "container's service name) and localhost, 127.0.0.1, ::1"
     )
 
 

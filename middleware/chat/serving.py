@@ -13,13 +13,14 @@ from typing import Any, Protocol, TypeVar
 
 from middleware.chat.checked_stream import AnswerSource, CheckedAnswer, CheckedStream, check_answer
 from middleware.chat.chunks import ChunkItem, UpstreamChunks, message_content
+from middleware.chat.context_cutter import ContextCutter
 from middleware.chat.grounding_prompt import add_grounding, requested_corpus
 from middleware.chat.parsing import parse_chat_request, resolve_mode
 from middleware.chat.protocol import ChatRequest
 from middleware.chat.wire import WireReports
 from middleware.checking import CheckRunner, CheckSession
 from middleware.errors import RequestError
-from middleware.evidence.request_passages import context_passages, request_texts
+from middleware.evidence.request_passages import request_texts
 from middleware.interfaces import Upstream, UpstreamStream
 from middleware.metrics import ACTIVE_STREAMS, ADDED_LATENCY, REQUESTS, TIME_TO_FIRST_TOKEN, UPSTREAM_LATENCY
 from middleware.pipeline.closed_book import ClosedBook
@@ -34,10 +35,6 @@ class ClosableSource(AnswerSource[Any], Protocol):
 
 
 S = TypeVar("S", bound=ClosableSource)
-
-INLINE_SPLIT_CHARS = 4000
-"""Request context up to this size is split on the event loop (well under a millisecond)."""
-
 
 class StreamCounter:
     """Streams open now. A slot is taken before the upstream is called, so requests waiting
@@ -86,6 +83,7 @@ class ChatService:
         self.upstream = upstream
         self.runner = runner
         self.streams = StreamCounter(settings.server.max_concurrent_streams)
+        self.cutter = ContextCutter()
         self._speaking = speaking
 
     def upstream_speaking(self, api: str | None) -> Upstream:
@@ -122,8 +120,8 @@ class ChatService:
         self, chat: ChatRequest, mode: Mode, grounding: GroundingPrompt | None = None,
     ) -> CheckContext:
         """The request's ``CheckContext``: its factcheck options, the grounding instruction
-        added (for the summary) and its own context passages (split in a worker thread: a
-        request may carry a megabyte of documents)."""
+        added (for the summary) and its own context passages (a large context cut in a
+        process of its own, ``ContextCutter``: a request may carry a megabyte of documents)."""
         options = chat.factcheck.model_dump(exclude={"mode"}, mode="json") if chat.factcheck else {}
         context = CheckContext(user_message=chat.last_user_message(), mode=mode, options=options,
                                grounding_prompt=grounding)
@@ -134,11 +132,7 @@ class ChatService:
         if size > (cap := self.settings.server.max_context_chars):
             raise RequestError(f"request context too large: {size} characters, at most {cap} "
                                "(server.max_context_chars)", param="messages", code="context_too_large")
-        if size > INLINE_SPLIT_CHARS:  # a big document: split off the event loop
-            passages = await asyncio.to_thread(context_passages, texts)
-        else:  # the common case (nothing or a short system prompt): a thread hop would cost more
-            passages = context_passages(texts)
-        return context.model_copy(update={"request_passages": passages})
+        return context.model_copy(update={"request_passages": await self.cutter.passages(texts)})
 
     def closed_book(
         self, chat: ChatRequest, context: CheckContext, forward: Mapping[str, Any] | None,

@@ -37,6 +37,7 @@ from middleware.chat.protocol import UPSTREAM_APIS, BlockedEvent, WsDone, WsStar
 from middleware.errors import error_body
 from middleware.errors import RequestError, UpstreamError
 from middleware.metrics import HTTP_REQUESTS, REQUEST_ERRORS, UPSTREAM_ERRORS
+from middleware.chat.hosts import ALLOWED_HOSTS_KEY
 from middleware.chat.limits import LIMITER_KEY, client_id
 from middleware.sse import SSEParser, dumps
 
@@ -191,16 +192,16 @@ def messages_of(event: StreamEvent[ChunkItem], encoder: SSEEncoder) -> list[dict
 
 
 def origin_allowed(request: web.Request, allowed: list[str]) -> bool:
-    """A browser's websocket is allowed from the proxy's own origin and the configured ones
-    ('*': any); a client that sends no Origin is not a browser page and is allowed."""
+    """A browser's websocket is allowed from a page on an allowed host (``server.allowed_hosts``,
+    on the port the client connected to: the proxy's own origin) and from the configured
+    origins ('*': any); a client that sends no Origin is not a browser page and is allowed.
+    The request's own Host is no proof: a DNS-rebinding page sends its own name as both."""
     origin = request.headers.get("Origin")
     if origin is None or "*" in allowed:
         return True
-    origin = origin.rstrip("/").lower()
-    if origin in {o.rstrip("/").lower() for o in allowed}:
+    if origin.rstrip("/").lower() in {o.rstrip("/").lower() for o in allowed}:
         return True
-    host = request.headers.get("Host", "").lower()
-    return bool(host) and origin in (f"http://{host}", f"https://{host}")
+    return request.app[ALLOWED_HOSTS_KEY].allows_origin(origin, request.headers.get("Host"))
 
 
 async def chat_socket(request: web.Request) -> web.WebSocketResponse:

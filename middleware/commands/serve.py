@@ -43,14 +43,16 @@ async def start_site(
 ) -> tuple[web.AppRunner, int]:
     """Start ``app`` on host:port (0 picks a free port); return the runner and the port.
     Connections are guarded (``middleware.server.connections``) by ``server``'s header-read
-    timeout, keep-alive timeout and idle cap: the proxy's own settings when ``app`` is the
-    proxy, else the defaults."""
+    timeout, body deadline, keep-alive timeout and pending cap: the proxy's own settings when
+    ``app`` is the proxy, else the defaults."""
     if server is None:
         service = app.get(SERVICE_KEY)
         server = service.settings.server if service is not None else ServerSettings()
     runner = GuardedRunner(
         app, handler_cancellation=True, access_log=None, header_timeout_s=server.header_timeout_s,
         keepalive_timeout_s=server.keepalive_timeout_s, max_idle_connections=server.max_idle_connections,
+        body_timeout_s=server.body_timeout_s, body_min_rate_bytes_s=server.body_min_rate_bytes_s,
+        reserved_descriptors=server.reserved_descriptors,
     )
     await runner.setup()
     site = AcceptingSite(runner, host, port, reuse_port=reuse_port)

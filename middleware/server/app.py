@@ -26,7 +26,9 @@ from middleware.errors import RequestError, UpstreamError
 from middleware.interfaces import Checker, MultiApiUpstream, Upstream
 from middleware.metrics import HTTP_REQUESTS, REQUEST_ERRORS, UPSTREAM_ERRORS, exposition
 from middleware.redaction import register_settings
+from middleware.chat.hosts import ALLOWED_HOSTS_KEY, AllowedHosts
 from middleware.chat.limits import CLIENT_KEY, LIMITER_KEY, client_id, make_limiter
+from middleware.server.http_errors import http_refusal
 from middleware.server.openapi import openapi_document
 from middleware.settings import Settings
 from middleware.translation.upstream import upstream_for
@@ -50,10 +52,11 @@ def create_app(
     register_settings(settings)
     app = web.Application(
         client_max_size=settings.server.max_body_bytes,
-        middlewares=[_count_middleware, _messages_error_format, _error_middleware,
+        middlewares=[_count_middleware, _messages_error_format, _error_middleware, _host_middleware,
                      _auth_middleware(settings, _OPEN_PATHS | open_paths),
                      _stream_limit_middleware],
     )
+    app[ALLOWED_HOSTS_KEY] = AllowedHosts.for_server(settings.server)
     app[LIMITER_KEY] = make_limiter(settings)
     runner = CheckRunner(checker, settings.check)
     chat = ChatService(settings, upstream_for(upstream, settings.upstream.api, "chat"), runner,
@@ -80,6 +83,7 @@ def _speaking(upstream: Upstream) -> Callable[[str], Upstream] | None:
 
 
 async def _close_clients(app: web.Application) -> None:
+    app[SERVICE_KEY].cutter.close()
     await app[SERVICE_KEY].upstream.close()
     await app[LIMITER_KEY].aclose()
 
@@ -185,6 +189,24 @@ async def _error_middleware(request: web.Request, handler: Handler) -> web.Strea
         request[OUTCOME_KEY] = "refused"
         allow = {"Allow": exc.headers["Allow"]} if "Allow" in exc.headers else None  # 405 must list methods
         return web.json_response(error_body(exc.reason, code=str(exc.status)), status=exc.status, headers=allow)
+    except Exception as exc:
+        refusal = http_refusal(exc)  # a body aiohttp could not read: undecodable, malformed chunks
+        if refusal is None:
+            raise
+        REQUEST_ERRORS.labels(status=str(refusal.status)).inc()
+        request[OUTCOME_KEY] = "refused"
+        response = request_error_response(refusal)
+        response.force_close()
+        return response
+
+
+@web.middleware
+async def _host_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """Only the hosts of ``server.allowed_hosts`` are answered (``middleware.chat.hosts``)."""
+    if not request.app[ALLOWED_HOSTS_KEY].allows_header(request.headers.get("Host")):
+        raise RequestError("the Host header names a host this server does not answer for (server.allowed_hosts)",
+                           param="Host", code="host_not_allowed")
+    return await handler(request)
 
 
 def _auth_middleware(settings: Settings, open_paths: frozenset[str]) -> Callable[..., Awaitable[web.StreamResponse]]:

@@ -26,8 +26,13 @@ log = logging.getLogger(__name__)
 
 BACKLOG = 1024
 """The kernel's accept queue per socket (capped by ``net.core.somaxconn``): room for a burst."""
-RETRY_AFTER_S = 1.0
-"""Out of file descriptors (or memory), accepting pauses this long, as asyncio's loop does."""
+RETRY_AFTER_S = 0.05
+"""Out of file descriptors (or memory), accepting pauses this long. asyncio's loop pauses a
+second; here the cap on waiting connections (``middleware.server.connections``) frees
+descriptors within a turn or two of the loop, and a second's pause left every new client,
+``/healthz`` included, waiting for it."""
+LOG_EVERY_S = 10.0
+"""At most one line per this many seconds about being out of descriptors."""
 _OUT_OF_RESOURCES = {errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM}
 
 
@@ -70,6 +75,7 @@ class AcceptingServer(asyncio.AbstractServer):
         self._sockets = sockets
         self._serving = False
         self._opening: set[asyncio.Task[Any]] = set()
+        self._logged_at = -LOG_EVERY_S
 
     @property
     def sockets(self) -> tuple[socket.socket, ...]:
@@ -117,7 +123,10 @@ class AcceptingServer(asyncio.AbstractServer):
             except OSError as exc:
                 if exc.errno not in _OUT_OF_RESOURCES:
                     raise
-                log.error("cannot accept connections (%s); trying again in %.0f s", exc, RETRY_AFTER_S)
+                now = self._loop.time()
+                if now - self._logged_at >= LOG_EVERY_S:
+                    self._logged_at = now
+                    log.error("cannot accept connections (%s); trying again every %.2f s", exc, RETRY_AFTER_S)
                 self._loop.remove_reader(listening.fileno())
                 self._loop.call_later(RETRY_AFTER_S, self._resume, listening)
                 return

@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import asyncio
 import json
+import resource
 import time
 
 import aiohttp
+import pytest
 
 from middleware.metrics import CONNECTIONS_CLOSED
 from tests.support.checkers import ScriptedChecker
@@ -25,11 +27,14 @@ def host_port(url: str) -> tuple[str, int]:
 
 
 async def closed_by_server(reader: asyncio.StreamReader, within: float) -> bool:
-    """True when the server closes the connection within ``within`` seconds."""
+    """True when the server closes the connection within ``within`` seconds (a reset counts:
+    a client still writing to a connection the server closed gets one, depending on timing)."""
     try:
         async with asyncio.timeout(within):
             while await reader.read(1024):
                 pass
+        return True
+    except ConnectionResetError:
         return True
     except TimeoutError:
         return False
@@ -43,7 +48,7 @@ async def test_slow_header_connections_are_closed_and_healthz_stays_up(make_prox
 
     async def trickle(writer: asyncio.StreamWriter) -> None:
         try:
-            writer.write(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nX-Slow: ")
+            writer.write(b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ")
             for _ in range(40):  # one header byte every 50 ms: never a complete head
                 await asyncio.sleep(0.05)
                 writer.write(b"x")
@@ -76,7 +81,7 @@ async def test_a_long_answer_is_never_cut_by_the_header_timeout(make_proxy):
 async def test_idle_keepalive_connections_are_closed(make_proxy):
     proxy = await make_proxy(ScriptedChecker(), **{"server.keepalive_timeout_s": 0.5})
     reader, writer = await asyncio.open_connection(*host_port(proxy.url))
-    writer.write(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+    writer.write(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
     await writer.drain()
     assert b"200 OK" in await reader.readuntil(b"\r\n\r\n")
     t0 = time.perf_counter()
@@ -100,3 +105,127 @@ async def test_past_the_idle_cap_the_longest_idle_connection_goes(make_proxy):
         assert r.status == 200  # a client with a request still gets in
     for _, writer in conns:
         writer.close()
+
+
+# --- issue 47: the whole request has a deadline, not only its head ---------------------------
+
+BODY = json.dumps({"model": "m", "messages": [{"role": "user", "content": "q"}], "mock": {"text": "Hi."},
+                   "factcheck": {"mode": "off"}}).encode()
+
+
+def head(length: int, path: str = "/v1/chat/completions") -> bytes:
+    return (f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+            f"Content-Length: {length}\r\n\r\n").encode()
+
+
+async def answer_then_close(reader: asyncio.StreamReader, within: float) -> bytes | None:
+    """Everything the server sends until it closes, or None if it does not close within ``within`` s."""
+    try:
+        async with asyncio.timeout(within):
+            return await reader.read()
+    except TimeoutError:
+        return None
+
+
+async def trickle(writer: asyncio.StreamWriter, data: bytes, every_s: float, piece: int = 1) -> None:
+    try:
+        for at in range(0, len(data), piece):
+            writer.write(data[at:at + piece])
+            await writer.drain()
+            await asyncio.sleep(every_s)
+    except ConnectionError:
+        pass
+
+
+@pytest.mark.parametrize("path", ["/v1/chat/completions", "/v1/messages"])
+async def test_a_body_slower_than_the_floor_rate_is_answered_408_and_closed(make_proxy, path):
+    proxy = await make_proxy(ScriptedChecker(), **{"server.header_timeout_s": 0.5,
+                                                   "server.body_min_rate_bytes_s": 1024})
+    before = closed("body_timeout")
+    reader, writer = await asyncio.open_connection(*host_port(proxy.url))
+    writer.write(head(len(BODY), path))
+    sending = asyncio.create_task(trickle(writer, BODY, 0.05))  # 20 bytes/s
+    t0 = time.perf_counter()
+    answer = await answer_then_close(reader, 5.0)
+    assert answer is not None and 0.4 < time.perf_counter() - t0 < 2.0  # before: held as long as the body trickles
+    status, _, rest = answer.partition(b"\r\n")
+    assert b" 408 " in status and b"Connection: close" in rest
+    payload = json.loads(rest.partition(b"\r\n\r\n")[2])
+    assert payload["error"]["type"] == "invalid_request_error"  # the face's format
+    assert payload.get("type") == "error" if path == "/v1/messages" else payload["error"]["code"] == "request_timeout"
+    assert closed("body_timeout") - before == 1
+    assert proxy.upstream.requests == []
+    sending.cancel()
+    writer.close()
+
+
+async def test_a_body_past_the_total_deadline_is_answered_408(make_proxy):
+    proxy = await make_proxy(ScriptedChecker(), **{"server.body_timeout_s": 0.6, "server.body_min_rate_bytes_s": 0})
+    reader, writer = await asyncio.open_connection(*host_port(proxy.url))
+    writer.write(head(len(BODY) + 1000) + BODY)  # fast, but never complete
+    await writer.drain()
+    t0 = time.perf_counter()
+    answer = await answer_then_close(reader, 5.0)
+    assert answer is not None and b" 408 " in answer.partition(b"\r\n")[0]
+    assert 0.4 < time.perf_counter() - t0 < 2.0
+    writer.close()
+
+
+async def test_a_body_above_the_floor_rate_is_served_however_long_it_takes(make_proxy):
+    proxy = await make_proxy(ScriptedChecker(), **{"server.header_timeout_s": 0.3,
+                                                   "server.body_min_rate_bytes_s": 200})
+    body = BODY[:-1] + b', "padding": "' + b"x" * 600 + b'"}'
+    reader, writer = await asyncio.open_connection(*host_port(proxy.url))
+    writer.write(head(len(body)))
+    await trickle(writer, body, 0.1, piece=60)  # 600 bytes/s for about 1.2 s: past header_timeout_s, above the floor
+    answer = await reader.readuntil(b"\r\n\r\n")
+    assert b" 200 " in answer.partition(b"\r\n")[0]
+    writer.close()
+
+
+async def test_a_kept_alive_connections_next_head_gets_the_header_timeout(make_proxy):
+    proxy = await make_proxy(ScriptedChecker(), **{"server.header_timeout_s": 0.5, "server.keepalive_timeout_s": 30})
+    reader, writer = await asyncio.open_connection(*host_port(proxy.url))
+    writer.write(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+    await writer.drain()
+    assert b"200 OK" in await reader.readuntil(b"\r\n\r\n")
+    await reader.readexactly(len(b'{"status":"ok"}'))
+    sending = asyncio.create_task(trickle(writer, b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: " + b"x" * 100,
+                                          0.05))
+    t0 = time.perf_counter()
+    assert await closed_by_server(reader, 3.0)  # before: the 30 s keep-alive allowance
+    assert time.perf_counter() - t0 < 2.0
+    sending.cancel()
+    writer.close()
+
+
+async def test_bodies_in_progress_count_against_the_cap_on_waiting_connections(make_proxy):
+    proxy = await make_proxy(ScriptedChecker(), **{"server.max_idle_connections": 5})
+    before = closed("idle_cap")
+    conns = []
+    for _ in range(8):
+        reader, writer = await asyncio.open_connection(*host_port(proxy.url))
+        writer.write(head(len(BODY)) + BODY[:10])  # a head, then a body that stops
+        await writer.drain()
+        conns.append((reader, writer))
+        await asyncio.sleep(0.05)  # in order
+    oldest = await asyncio.gather(*(closed_by_server(r, 1.0) for r, _ in conns[:3]))
+    newest = await asyncio.gather(*(closed_by_server(r, 0.2) for r, _ in conns[3:]))
+    assert oldest == [True] * 3 and newest == [False] * 5  # before: bodies in progress were never capped
+    assert closed("idle_cap") - before == 3
+    async with aiohttp.ClientSession() as s, s.get(proxy.url.removesuffix("/v1") + "/healthz") as r:
+        assert r.status == 200
+    for _, writer in conns:
+        writer.close()
+
+
+def test_the_cap_on_waiting_connections_leaves_descriptors_for_answers():
+    from aiohttp import web
+
+    from middleware.server.connections import GuardedRunner
+
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    runner = GuardedRunner(web.Application(), header_timeout_s=10, keepalive_timeout_s=75,
+                           max_idle_connections=10**6, body_timeout_s=60, body_min_rate_bytes_s=1024,
+                           reserved_descriptors=100)
+    assert runner.pending_connections.limits.max_pending == soft - 100
