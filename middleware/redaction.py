@@ -147,7 +147,7 @@ class _Patterns(Generic[A]):
     @classmethod
     def of(cls, secrets: list[str], kind: type[A]) -> _Patterns[A]:
         def pattern(text: str) -> A:
-            return text if kind is str else text.encode("utf-8")  # type: ignore[return-value]
+            return text.encode("utf-8") if issubclass(kind, bytes) else text
 
         def matching(spelled: str) -> str:  # a \\u escape's hex digits in either case
             escaped = re.escape(spelled)
