@@ -49,27 +49,22 @@ class UpstreamStream:
     redactor: Redactor = SECRETS
 
     async def chunks(self) -> AsyncIterator[bytes]:
-        """The body's bytes as they arrive, one item per socket read (off mode's byte pipe),
-        except that an incomplete last event is held until its end arrives (``EventCutter``:
-        a client's SSE parser could not use it before anyway), so that every secret in an
-        event is cut out, however it is spelt and however the reads split it."""
-        cutter = EventCutter(self.max_event_bytes)
-        try:
-            async for read in self._reads():
-                if whole := cutter.feed(read):
-                    yield self._redacted(whole)
-            if rest := cutter.flush():
-                yield self._redacted(rest)
-        except EventTooLarge as exc:
-            raise event_too_large(exc) from exc
-
-    def _redacted(self, data: bytes) -> bytes:
-        return self.redactor.data(data) if self.redactor and self.redactor.found_in(data) else data
-
-    async def _reads(self) -> AsyncIterator[bytes]:
+        """The body's bytes as they arrive, one item per socket read (off mode's byte pipe).
+        With secrets to cut out, an incomplete last event is held until its end arrives
+        (``EventCutter``: a client's SSE parser could not use it before anyway), so that every
+        secret in an event is cut out, however it is spelt and however the reads split it."""
+        redactor = self.redactor
+        cutter = EventCutter(self.max_event_bytes) if redactor else None
         try:
             async for read in self.response.content.iter_any():
-                yield read
+                if cutter is None:
+                    yield read
+                elif whole := cutter.feed(read):
+                    yield redactor.data(whole) if redactor.found_in(whole) else whole
+            if cutter is not None and (rest := cutter.flush()):
+                yield redactor.data(rest) if redactor.found_in(rest) else rest
+        except EventTooLarge as exc:
+            raise event_too_large(exc) from exc
         except TimeoutError as exc:
             raise UpstreamError("upstream stopped sending (read timeout)", 504, kind="timeout") from exc
         except aiohttp.ClientError as exc:

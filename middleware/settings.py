@@ -202,10 +202,12 @@ class CheckSettings(BaseModel):
         "or a 'system' message of its own"
     )
 
-    @property
-    def check_slots(self) -> int:
-        """Checks running at once in the process (the relay's, for every worker)."""
-        if self.workers == 0:
+    def check_slots(self, in_workers: bool) -> int:
+        """Checks running at once for a runner whose checks run in this process
+        (``max_checks_global``), or ``in_workers``: in this relay's worker processes (at most
+        ``worker_checks`` each). A runner knows which: ``workers`` may say 2 where nothing
+        starts them (the command line, LangChain, a checker given to the app)."""
+        if not in_workers or self.workers == 0:
             return self.max_checks_global
         return min(self.max_checks_global, self.workers * self.worker_checks)
 
