@@ -4,9 +4,11 @@
 OpenAI Responses API or the Anthropic Messages API (``upstream.api``).
 
 Nothing secret goes back to the client: an upstream's error body (a misconfigured gateway may
-echo the Authorization or x-api-key header it received) and any streamed bytes have every
-configured key cut out (``middleware.redaction.redact``), the key this request sent included; a
-failure to connect is described without the upstream's address."""
+echo the Authorization or x-api-key header it received) and its answers, streamed or not, have
+every configured key cut out (``middleware.redaction``), the key this request sent included,
+however the answer spells it (``\\u`` escapes a JSON parser decodes to the key) and however
+the reads split a streamed event; a failure to connect is described without the upstream's
+address."""
 
 from __future__ import annotations
 
@@ -20,9 +22,9 @@ import aiohttp
 
 from adapters.http import MAX_ERROR_BODY_BYTES, OutboundClient, RedirectRefused, failure_reason, read_capped
 from middleware.errors import UpstreamError
-from middleware.redaction import SECRETS, redact, register_secrets, sent_credentials
+from middleware.redaction import SECRETS, Redactor, redact, register_secrets, sent_credentials
 from middleware.settings import UpstreamSettings
-from middleware.sse import DEFAULT_MAX_EVENT_BYTES, EventTooLarge, SSEEvent, SSEParser
+from middleware.sse import DEFAULT_MAX_EVENT_BYTES, EventCutter, EventTooLarge, SSEEvent, SSEParser
 
 log = logging.getLogger(__name__)
 
@@ -39,17 +41,30 @@ API_PATHS = {"chat": "/chat/completions", "responses": "/responses", "messages":
 
 @dataclass
 class UpstreamStream:
-    """An open streamed response: iterate ``events()`` or ``chunks()`` (once); always ``close()``."""
+    """An open streamed response: iterate ``events()`` or ``chunks()`` (once); always ``close()``.
+    ``redactor``: the secrets cut out of it (every configured key and this request's own)."""
 
     response: aiohttp.ClientResponse
     max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES
+    redactor: Redactor = SECRETS
 
     async def chunks(self) -> AsyncIterator[bytes]:
-        """The body's bytes as they arrive, one item per socket read (off mode's byte pipe),
-        with any configured key in a read cut out."""
+        """The body's bytes as they arrive, one item per socket read (off mode's byte pipe).
+        With secrets to cut out, an incomplete last event is held until its end arrives
+        (``EventCutter``: a client's SSE parser could not use it before anyway), so that every
+        secret in an event is cut out, however it is spelt and however the reads split it."""
+        redactor = self.redactor
+        cutter = EventCutter(self.max_event_bytes) if redactor else None
         try:
-            async for chunk in self.response.content.iter_any():
-                yield SECRETS.data(chunk) if SECRETS and SECRETS.found_in(chunk) else chunk
+            async for read in self.response.content.iter_any():
+                if cutter is None:
+                    yield read
+                elif whole := cutter.feed(read):
+                    yield redactor.data(whole) if redactor.found_in(whole) else whole
+            if cutter is not None and (rest := cutter.flush()):
+                yield redactor.data(rest) if redactor.found_in(rest) else rest
+        except EventTooLarge as exc:
+            raise event_too_large(exc) from exc
         except TimeoutError as exc:
             raise UpstreamError("upstream stopped sending (read timeout)", 504, kind="timeout") from exc
         except aiohttp.ClientError as exc:
@@ -152,8 +167,8 @@ class UpstreamClient:
     async def _post(self, path: str, body: dict[str, Any], headers: dict[str, str]) -> aiohttp.ClientResponse:
         return await self._send("POST", path, headers, data=json.dumps(body))
 
-    async def _read(self, response: aiohttp.ClientResponse) -> bytes:
-        """A whole non-streamed answer, capped, with every configured key cut out."""
+    async def _read(self, response: aiohttp.ClientResponse, redactor: Redactor) -> bytes:
+        """A whole non-streamed answer, capped, with every secret of ``redactor`` cut out."""
         try:
             raw, truncated = await read_capped(response, self.max_response_bytes)
         except (TimeoutError, aiohttp.ClientError) as exc:
@@ -164,18 +179,21 @@ class UpstreamClient:
         if truncated:
             raise UpstreamError(f"upstream answer larger than {self.max_response_bytes} bytes "
                                 "(outbound.max_response_bytes)", 502, kind="too_large")
-        return SECRETS.data(raw) if SECRETS and SECRETS.found_in(raw) else raw
+        return redactor.data(raw) if redactor and redactor.found_in(raw) else raw
 
     async def open_stream(self, body: dict[str, Any], client_headers: Mapping[str, str]) -> UpstreamStream:
-        response = await self._post(self.path, body, self.headers(client_headers))
-        return UpstreamStream(response, self.settings.max_event_bytes)
+        headers = self.headers(client_headers)
+        response = await self._post(self.path, body, headers)
+        return UpstreamStream(response, self.settings.max_event_bytes, redactor_for(headers))
 
     async def complete(self, body: dict[str, Any], client_headers: Mapping[str, str]) -> tuple[bytes, dict[str, Any]]:
-        """A non-stream completion: the raw body and its decoded JSON."""
-        response = await self._post(self.path, body, self.headers(client_headers))
-        raw = await self._read(response)
+        """A non-stream completion: the raw body and its decoded JSON, each with every secret
+        cut out (the JSON after decoding too: what annotate and correct mode re-serialise)."""
+        headers = self.headers(client_headers)
+        redactor = redactor_for(headers)
+        raw = await self._read(await self._post(self.path, body, headers), redactor)
         try:
-            data = json.loads(raw)
+            data = redactor(json.loads(raw))
         except ValueError as exc:
             raise UpstreamError("upstream answered with invalid JSON", 502, kind="invalid") from exc
         if not isinstance(data, dict):
@@ -186,9 +204,16 @@ class UpstreamClient:
         """Forward a GET (e.g. /models): status, body and content type. Redirects are not
         followed; an error status raises ``UpstreamError`` (its body summarised unless it is
         an OpenAI-style error)."""
-        resp = await self._send("GET", path, self.headers(client_headers))
+        headers = self.headers(client_headers)
+        resp = await self._send("GET", path, headers)
         content_type = resp.headers.get("Content-Type", "application/json")
-        return resp.status, await self._read(resp), content_type
+        return resp.status, await self._read(resp, redactor_for(headers)), content_type
+
+
+def redactor_for(sent_headers: Mapping[str, str]) -> Redactor:
+    """What an answer to a request sent with ``sent_headers`` must not echo: every configured
+    key and the credentials the request carried (the client's own, when it was forwarded)."""
+    return SECRETS.plus(sent_credentials(sent_headers))
 
 
 def event_too_large(exc: EventTooLarge) -> UpstreamError:

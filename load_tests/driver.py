@@ -25,7 +25,8 @@ anything else on the machine held.
 
 The second is the acceptance run (200 streams, 60 s, the real offline pipeline in annotate
 mode, LiteLLM beside it; ``bash load_tests/install_litellm.sh`` first). ``--checker none``
-measures the proxy's own cost without checks; ``--workers N`` runs ``serve --workers N``.
+measures the proxy's own cost without checks; ``--workers N`` runs ``serve --workers N`` (else
+the proxy's own ``server.workers``, by default ``auto``: sized for the CPUs it may use).
 ``--target-cpus 0-1`` runs the proxy (and its check workers, and LiteLLM) on those CPUs and
 this driver and the mock upstream on the others, as a deployment's clients and LLM run on
 other machines: on a machine of four CPUs or more that is the fair reading of the relay's
@@ -58,6 +59,7 @@ import psutil
 import typer
 
 from adapters.demo_upstream import tokenize
+from middleware.machine import Machine, size_for, usable_cpus, usable_memory_bytes
 from middleware import eventloop
 
 ANSWER = (
@@ -316,19 +318,22 @@ def split_cpus(target_cpus: str | None) -> tuple[set[int] | None, set[int] | Non
 
 
 def start_proxy(upstream_port: int, checker: str = "none", extra_env: dict[str, str] | None = None,
-                startup_timeout: float = 600.0, workers: int = 1, code: Path | None = None) -> Process:
+                startup_timeout: float = 600.0, workers: int | None = 1, code: Path | None = None,
+                cpus: set[int] | None = None) -> Process:
     """The proxy (``factcheck serve``) in front of the mock upstream. A pipeline checker may
     build the demo index and load models at start-up, hence the long default timeout. The
     proxy is ready when it prints that it listens (with workers: once every worker listens).
     ``code``: the checkout whose ``middleware`` runs (default: this one), for before/after
-    runs in one sitting. With one process, its event loop's lag is sampled (``loop_lag.py``)."""
+    runs in one sitting. ``workers`` None: the proxy's own setting (``auto`` by default, sized
+    for ``cpus``, the CPUs it runs on). With one process, its event loop's lag is sampled
+    (``loop_lag.py``)."""
     port = free_port()
     env = {"FACTCHECK_CHECK__CHECKER": checker, "FACTCHECK_LOG_LEVEL": "WARNING",
            "FACTCHECK_SERVER__MAX_CONCURRENT_STREAMS": "100000", **(extra_env or {})}
-    serve = ["serve", "--port", str(port), "--workers", str(workers), "--upstream-url",
-             f"http://127.0.0.1:{upstream_port}/v1"]
+    serve = ["serve", "--port", str(port), *(["--workers", str(workers)] if workers is not None else []),
+             "--upstream-url", f"http://127.0.0.1:{upstream_port}/v1"]
     command = [sys.executable, "-m", "middleware.cli", *serve]
-    if workers == 1:
+    if relay_processes(workers, env, cpus) == 1:
         env["FACTCHECK_LOOP_LAG_FILE"] = tempfile.mkstemp(prefix="loop-lag-")[1]
         command = [sys.executable, str(LOOP_LAG), *serve]
     root = code if code is not None else Path(__file__).resolve().parent.parent
@@ -336,6 +341,16 @@ def start_proxy(upstream_port: int, checker: str = "none", extra_env: dict[str, 
     # run in the checkout: a check worker (``python -m``) imports from its working directory first
     return Process(command, port, env, name="factcheck-proxy", startup_timeout=startup_timeout,
                    ready_text="factcheck proxy listening", cwd=root)
+
+
+def relay_processes(workers: int | None, env: dict[str, str], cpus: set[int] | None) -> int:
+    """How many relay processes the proxy runs: ``workers``, else its ``server.workers`` as
+    ``env`` sets it, else the ``auto`` sizing for ``cpus`` (or this process's CPUs)."""
+    if workers is not None:
+        return workers
+    if (given := env.get("FACTCHECK_SERVER__WORKERS", os.environ.get("FACTCHECK_SERVER__WORKERS"))) not in (None, "auto"):
+        return int(given)
+    return size_for(Machine(len(cpus) if cpus else usable_cpus(), usable_memory_bytes())).relays
 
 
 @dataclass
@@ -718,7 +733,8 @@ def main(
     checker: Annotated[str, typer.Option(help="proxy checker: 'none' (pass-through cost) or 'pipeline'")] = "none",
     litellm: Annotated[bool, typer.Option(help="also run LiteLLM's proxy in pass-through (see litellm_target.py)")] = False,
     rounds: Annotated[int, typer.Option(help="repeat every target this often, rotating the order")] = 1,
-    workers: Annotated[int, typer.Option(help="proxy worker processes (serve --workers)")] = 1,
+    workers: Annotated[int | None, typer.Option(
+        help="proxy relay processes (serve --workers; default: the proxy's server.workers, auto)")] = None,
     code: Annotated[Path | None, typer.Option(help="checkout whose middleware the proxy runs (a baseline)")] = None,
     proxy_env: Annotated[list[str] | None, typer.Option(help="KEY=VALUE for the proxy (e.g. "
                                                         "FACTCHECK_CHECK__WORKERS=2), repeatable")] = None,
@@ -740,7 +756,7 @@ def main(
     try:
         extra = dict(item.split("=", 1) for item in proxy_env or [])
         with spawning_on(on_target):
-            proxy = start_proxy(upstream.port, checker, extra, workers=workers, code=code)
+            proxy = start_proxy(upstream.port, checker, extra, workers=workers, code=code, cpus=on_target)
         processes.append(proxy)
         targets = [Target("direct", "-", f"http://127.0.0.1:{upstream.port}/v1/chat/completions", {}, upstream)]
         for mode in modes.split(","):

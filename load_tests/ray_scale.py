@@ -145,7 +145,8 @@ def main(
         upstream = start_mock_upstream(token_rate)
         processes.append(upstream)
         env = {"FACTCHECK_RUNTIME__BACKEND": "ray", "FACTCHECK_RUNTIME__RAY_SERVE_URL": tier.url,
-               "FACTCHECK_EVIDENCE__INDEX_DIR": index_dir}
+               "FACTCHECK_EVIDENCE__INDEX_DIR": index_dir,
+               "FACTCHECK_CHECK__WORKERS": "0"}  # each replica checks in its own process, as measured in docs/scaling.md
         if redis_url:
             env |= {"FACTCHECK_EVIDENCE__CACHE": "redis", "FACTCHECK_EVIDENCE__REDIS_URL": redis_url,
                     "FACTCHECK_EVIDENCE__REDIS_KEY_PREFIX": f"ray-scale-{os.getpid()}:"}

@@ -119,10 +119,13 @@ def basic_summary(reports: Sequence[SentenceReport], mode: Mode) -> StreamSummar
 class CheckRunner:
     """Process-wide: one checker, a global concurrency cap and the per-sentence budget."""
 
-    def __init__(self, checker: Checker, settings: CheckSettings) -> None:
+    def __init__(self, checker: Checker, settings: CheckSettings, in_workers: bool = False) -> None:
+        """``in_workers``: ``checker`` runs its checks in the check worker processes
+        (``check.workers``), not in this process; it sets the number of slots."""
         self.checker = checker
         self.settings = settings
-        self._global = asyncio.Semaphore(settings.check_slots)
+        self.slots = settings.check_slots(in_workers)
+        self._global = asyncio.Semaphore(self.slots)
         self.summary_timeouts = 0
         self._timeouts_logged_at: float | None = None
         self.waiting = 0
@@ -143,12 +146,12 @@ class CheckRunner:
 
     def overloaded(self, remaining_s: float) -> bool:
         """Would a check that joins the queue now miss its budget? True when every slot is busy
-        and the expected wait for a slot (the checks ahead, served ``check_slots`` at a
+        and the expected wait for a slot (the checks ahead, served ``slots`` at a
         time at the running mean service time) plus one service time exceeds ``remaining_s``."""
         service = self.expected_service_s
         if not self.settings.shed_overload or not self._global.locked() or service is None:
             return False
-        rounds = (self.waiting + 1) / self.settings.check_slots
+        rounds = (self.waiting + 1) / self.slots
         return (rounds + 1) * service > remaining_s
 
     async def acquire(self) -> None:

@@ -4,10 +4,27 @@ commands through a ``register(app)`` function in the modules listed below."""
 from __future__ import annotations
 
 import importlib
+import sys
+from typing import Any
 
 import typer
 
-app = typer.Typer(help="Streaming fact-checking middleware for OpenAI-compatible chat APIs.", no_args_is_help=True)
+from middleware.settings import SettingsError
+
+
+class _Cli(typer.Typer):
+    """The command line: settings that cannot be used end the command with one line naming
+    each bad setting (exit status 2, as for a bad option), not a traceback."""
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return super().__call__(*args, **kwargs)
+        except SettingsError as exc:
+            print(f"factcheck: {exc}", file=sys.stderr)
+            raise SystemExit(2) from None
+
+
+app = _Cli(help="Streaming fact-checking middleware for OpenAI-compatible chat APIs.", no_args_is_help=True)
 
 # Each module defines ``register(app: typer.Typer) -> None``.
 _COMMAND_MODULES = (

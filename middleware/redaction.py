@@ -2,7 +2,9 @@
 client and of what it logs.
 
 One function, :func:`redact`, for every face and adapter: it takes a string, bytes or a JSON
-value (dicts and lists, walked) and returns it with each secret replaced by ``[redacted]``.
+value (dicts and lists, walked) and returns it with each secret replaced by ``[redacted]``,
+however it is spelt: as itself, or in any of the escapes a JSON string may write it in
+(``\\u0073k-...``, ``\\/``), so that what a JSON parser decodes from the result never holds it.
 The secrets are the process's registry (:data:`SECRETS`), which holds every configured key
 (``upstream.api_key``, ``pipeline.llm_api_key``, the search providers' keys and
 ``server.api_keys``: :func:`register_settings` is called when an app is built, and each client
@@ -19,12 +21,14 @@ Values shorter than :data:`MIN_SECRET_CHARS` are not treated as secrets: a three
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
 import threading
 import traceback
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any, TypeVar
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from pydantic import SecretStr
 
@@ -38,14 +42,15 @@ T = TypeVar("T")
 
 
 class Redactor:
-    """A set of secrets and the means to cut them out. Thread-safe to add to; reading uses
-    the compiled patterns of the moment."""
+    """A set of secrets and the means to cut them out, however a JSON string spells them
+    (:func:`spellings`). Thread-safe to add to; reading uses the compiled patterns of the
+    moment."""
 
     def __init__(self, secrets: Iterable[str | SecretStr | None] = ()) -> None:
         self._secrets: frozenset[str] = frozenset()  # replaced whole, never changed in place
         self._lock = threading.Lock()
-        self._text: re.Pattern[str] | None = None
-        self._bytes: re.Pattern[bytes] | None = None
+        self._text: _Patterns[str] | None = None
+        self._bytes: _Patterns[bytes] | None = None
         self.add(*secrets)
 
     def __bool__(self) -> bool:
@@ -64,21 +69,27 @@ class Redactor:
             return
         with self._lock:
             ordered = sorted(self._secrets | new, key=len, reverse=True)  # a key holding another goes first
-            self._text = re.compile("|".join(map(re.escape, ordered)))
-            self._bytes = re.compile(b"|".join(re.escape(s.encode("utf-8")) for s in ordered))
+            self._text = _Patterns.of(ordered, str)
+            self._bytes = _Patterns.of(ordered, bytes)
             self._secrets = frozenset(ordered)
 
+    def plus(self, extra: Iterable[str | SecretStr | None]) -> Redactor:
+        """These secrets and ``extra`` (one request's own credentials, say); ``self`` when
+        ``extra`` adds nothing. Made once per set of secrets (compiling is the costly part)."""
+        more = frozenset(s for s in (_plain(s) for s in extra) if s is not None) - self._secrets
+        return _redactor_of(self._secrets | more) if more else self
+
     def text(self, value: str) -> str:
-        pattern = self._text
-        return pattern.sub(REDACTED, value) if pattern is not None else value
+        patterns = self._text
+        return patterns.sub(value) if patterns is not None else value
 
     def data(self, value: bytes) -> bytes:
-        pattern = self._bytes
-        return pattern.sub(REDACTED.encode(), value) if pattern is not None else value
+        patterns = self._bytes
+        return patterns.sub(value) if patterns is not None else value
 
     def found_in(self, value: str | bytes) -> bool:
-        pattern = self._text if isinstance(value, str) else self._bytes
-        return pattern is not None and pattern.search(value) is not None  # type: ignore[arg-type]
+        patterns: _Patterns[Any] | None = self._text if isinstance(value, str) else self._bytes
+        return patterns is not None and patterns.found_in(value)
 
     def __call__(self, value: T) -> T:
         """``value`` with every secret replaced: strings, bytes, and JSON values (dict keys and
@@ -99,6 +110,71 @@ class Redactor:
         return value
 
 
+@functools.lru_cache(maxsize=64)
+def _redactor_of(secrets: frozenset[str]) -> Redactor:
+    return Redactor(secrets)
+
+
+_SHORT_ESCAPES = {'"': '\\"', "\\": "\\\\", "/": "\\/", "\b": "\\b", "\f": "\\f", "\n": "\\n",
+                  "\r": "\\r", "\t": "\\t"}
+
+
+def spellings(char: str) -> list[str]:
+    """Every way a JSON string may write ``char``: as itself, as ``\\uXXXX`` (its hex digits
+    in either case; a surrogate pair beyond U+FFFF) and by its short escape if it has one
+    (``\\/``). A JSON parser turns each of them, and nothing else, into ``char``."""
+    code = ord(char)
+    units = [code] if code <= 0xFFFF else [0xD800 + ((code - 0x10000) >> 10), 0xDC00 + ((code - 0x10000) & 0x3FF)]
+    escaped = "".join("\\u" + f"{unit:04x}" for unit in units)
+    return [char, escaped] + ([_SHORT_ESCAPES[char]] if char in _SHORT_ESCAPES else [])
+
+
+A = TypeVar("A", str, bytes)
+
+
+@dataclass(frozen=True, slots=True)
+class _Patterns(Generic[A]):
+    """The patterns of a set of secrets, for text or bytes (UTF-8). ``spelled`` finds every
+    spelling of each (:func:`spellings`, char by char); it is several times slower than
+    ``literal``, so it only runs where ``escape`` finds an escape of a char some secret holds
+    (rare: an upstream that writes its text in ``\\u`` escapes, or a hostile one)."""
+
+    literal: re.Pattern[A]
+    escape: re.Pattern[A]
+    spelled: re.Pattern[A]
+    redacted: A
+
+    @classmethod
+    def of(cls, secrets: list[str], kind: type[A]) -> _Patterns[A]:
+        def pattern(text: str) -> A:
+            return text.encode("utf-8") if issubclass(kind, bytes) else text
+
+        def matching(spelled: str) -> str:  # a \\u escape's hex digits in either case
+            escaped = re.escape(spelled)
+            return re.sub(r"(?<=\\\\u)[0-9a-f]{4}", lambda m: "".join(
+                f"[{d}{d.upper()}]" if d.isalpha() else d for d in m.group()), escaped)
+
+        def char_class(char: str) -> str:  # the escapes first: a backslash is one's start
+            first, *escapes = spellings(char)
+            return "(?:" + "|".join([*map(matching, escapes), re.escape(first)]) + ")"
+
+        escapes = sorted({matching(s) for char in set("".join(secrets)) for s in spellings(char)[1:]})
+        return cls(literal=re.compile(pattern("|".join(map(re.escape, secrets)))),
+                   escape=re.compile(pattern("|".join(escapes))),
+                   spelled=re.compile(pattern("|".join("".join(map(char_class, secret)) for secret in secrets))),
+                   redacted=pattern(REDACTED))
+
+    def found_in(self, value: A) -> bool:
+        if self.literal.search(value) is not None:
+            return True
+        return self.escape.search(value) is not None and self.spelled.search(value) is not None
+
+    def sub(self, value: A) -> A:
+        if self.escape.search(value) is None:
+            return self.literal.sub(self.redacted, value)
+        return self.spelled.sub(self.redacted, value)
+
+
 SECRETS = Redactor()
 """The process's secrets: every configured key (see the module's docstring)."""
 
@@ -116,12 +192,7 @@ def _plain(secret: str | SecretStr | None) -> str | None:
 def redact(value: T, extra: Iterable[str | SecretStr | None] = ()) -> T:
     """``value`` with every registered secret, and each of ``extra``, replaced by
     ``[redacted]`` (see :meth:`Redactor.__call__` for what is walked)."""
-    extra = [s for s in extra if _plain(s) is not None]
-    if extra:
-        one_off = Redactor(extra)
-        one_off.add(*SECRETS.secrets)
-        return one_off(value)
-    return SECRETS(value)
+    return SECRETS.plus(extra)(value)
 
 
 def register_secrets(*secrets: str | SecretStr | None) -> None:

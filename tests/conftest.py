@@ -5,6 +5,7 @@ train extra: torch, transformers; helpers in tests/support/tiny_exports.py)."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,6 +19,13 @@ from middleware.composition import build_app
 from middleware.commands.serve import start_site
 from middleware.settings import Settings, load_settings
 from tests.support.checkers import ScriptedChecker
+
+# The suite runs the in-process path whatever machine it is on (``server.workers`` and
+# ``check.workers`` default to ``auto``, sized from the machine: tests/test_machine.py tests
+# that); a test of the workers names them. Set before any settings are read, inherited by the
+# processes the tests start.
+os.environ.setdefault("FACTCHECK_SERVER__WORKERS", "1")
+os.environ.setdefault("FACTCHECK_CHECK__WORKERS", "0")
 
 
 @dataclass

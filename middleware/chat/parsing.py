@@ -33,12 +33,26 @@ def load_json(raw: bytes | str, max_depth: int = DEFAULT_MAX_DEPTH, what: str = 
     return value
 
 
+_SYNTAX_PROBLEMS = {
+    "Expecting value": "a value is missing or malformed",
+    "Expecting ',' delimiter": "a comma is missing",
+    "Expecting ':' delimiter": "a colon is missing after a member's name",
+    "Expecting property name enclosed in double quotes": "a member's name is not a string in double quotes",
+    "Unterminated string starting at": "a string is not closed",
+    "Invalid control character at": "a string holds a raw control character (write it as an escape)",
+    "Invalid \\escape": "a string holds an invalid escape",
+    "Invalid \\uXXXX escape": "a string holds an invalid \\u escape",
+    "Extra data": "something follows the JSON value",
+}
+"""``json.JSONDecodeError.msg`` (the json module's wording) in the client's terms."""
+
+
 def json_problem(exc: ValueError) -> str:
     """What is wrong with a body ``json.loads`` refused, in the client's terms: where the
     syntax breaks, which byte is not UTF-8, that a number is too long; never the
     interpreter's own wording (``sys.set_int_max_str_digits()``, codec names)."""
     if isinstance(exc, json.JSONDecodeError):
-        return f"{exc.msg} at line {exc.lineno}, column {exc.colno}"
+        return f"{_SYNTAX_PROBLEMS.get(exc.msg, 'the syntax breaks')} at line {exc.lineno}, column {exc.colno}"
     if isinstance(exc, UnicodeDecodeError):
         return f"it is not UTF-8 text (byte {exc.start} cannot start or continue a character)"
     if "integer string conversion" in str(exc) or "int_max_str_digits" in str(exc):

@@ -88,7 +88,7 @@ def build_app(settings: Settings, checker: Checker | None = None, upstream: Upst
         checker = pool = WorkerPool(settings, build_checker)
     app = create_app(settings, checker if checker is not None else build_checker(settings),
                      upstream if upstream is not None else build_upstream(settings), add_routes=add_ui_routes,
-                     open_paths=OPEN_PATHS)
+                     open_paths=OPEN_PATHS, checks_in_workers=pool is not None)
     if pool is not None:
         app.on_startup.append(lambda _: pool.start())
         app.on_cleanup.append(lambda _: pool.close())

@@ -45,10 +45,12 @@ _OPEN_PATHS = frozenset({"/healthz", "/metrics", "/openapi.json"})
 def create_app(
     settings: Settings, checker: Checker, upstream: Upstream,
     add_routes: Callable[[web.Application], None] | None = None, open_paths: frozenset[str] = frozenset(),
+    checks_in_workers: bool = False,
 ) -> web.Application:
     """The proxy's routes over ``checker`` and ``upstream``; ``add_routes`` adds more (the UI),
-    of which ``open_paths`` need no proxy key. Every key ``settings`` configures is registered
-    for redaction (``middleware.redaction``)."""
+    of which ``open_paths`` need no proxy key; ``checks_in_workers``: ``checker`` is the check
+    workers' pool. Every key ``settings`` configures is registered for redaction
+    (``middleware.redaction``)."""
     register_settings(settings)
     app = web.Application(
         client_max_size=settings.server.max_body_bytes,
@@ -58,7 +60,7 @@ def create_app(
     )
     app[ALLOWED_HOSTS_KEY] = AllowedHosts.for_server(settings.server)
     app[LIMITER_KEY] = make_limiter(settings)
-    runner = CheckRunner(checker, settings.check)
+    runner = CheckRunner(checker, settings.check, in_workers=checks_in_workers)
     chat = ChatService(settings, upstream_for(upstream, settings.upstream.api, "chat"), runner,
                        speaking=_speaking(upstream))
     add_chat_routes(app, chat)

@@ -3,7 +3,9 @@
 One process relays every stream, and runs every check, on one core. On a machine with
 spare cores, workers spread that load; on the 2-core test machine, where the load tools
 share the cores, they did not help (off mode, 200 streams: p99 added TTFT +5.2 ms with 2
-workers vs +6.0 ms with 1; annotate with the pipeline: +679 vs +162 ms), so the default is 1.
+workers vs +6.0 ms with 1; annotate with the pipeline: +679 vs +162 ms). The default,
+``auto``, is one process per four CPUs (``middleware.machine``: 1 below eight CPUs, 2 on eight,
+as measured on a 16-core machine with the proxy held to 8 of them).
 Workers each bind the port with SO_REUSEPORT, so the kernel spreads new connections between
 them. Each worker has its own upstream connection pool, checker and models (memory grows
 with N). The metrics of all workers are merged through prometheus_client's multiprocess

@@ -166,3 +166,13 @@ async def test_a_check_that_started_and_ran_past_its_budget_times_out():
     runner = CheckRunner(ScriptedChecker(delay=0.5), CheckSettings(sentence_budget_s=0.1))
     report = await runner.session(CheckContext()).submit(sentence(0), [])
     assert report.verdict.reason == "timeout"
+
+
+def test_worker_slots_count_only_where_the_checks_run_in_workers() -> None:
+    """``check.workers`` now defaults to ``auto`` (2 on two CPUs): a runner whose checks run in
+    this process (the command line, LangChain, a checker given to the app) keeps
+    ``max_checks_global`` slots; only the workers' pool is held to workers x worker_checks."""
+    settings = CheckSettings(workers=2, worker_checks=4, max_checks_global=64)
+    assert CheckRunner(ScriptedChecker(), settings).slots == 64
+    assert CheckRunner(ScriptedChecker(), settings, in_workers=True).slots == 8
+    assert CheckRunner(ScriptedChecker(), settings.model_copy(update={"workers": 0}), in_workers=True).slots == 64

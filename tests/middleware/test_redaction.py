@@ -3,7 +3,10 @@ and logged (the paths through the proxy are in tests/middleware/server/test_secr
 
 from __future__ import annotations
 
+import json
 import logging
+import random
+import re
 
 from pydantic import SecretStr
 
@@ -16,6 +19,7 @@ from middleware.redaction import (
     register_secrets,
     register_settings,
     settings_secrets,
+    spellings,
 )
 from middleware.settings import load_settings
 
@@ -82,3 +86,39 @@ def test_log_records_are_redacted_message_arguments_and_traceback(caplog) -> Non
     assert len(texts) == 3 and all(KEY not in t for t in texts), texts
     assert REDACTED in texts[0] and REDACTED in texts[1]
     assert "RuntimeError" in texts[2] and f"Bearer {REDACTED}" in texts[2]
+
+
+def spelt(key: str, rng: random.Random) -> str:
+    """``key`` as a JSON string may write it: each character as itself (where JSON allows),
+    as a ``\\u`` escape in either case, or by its short escape."""
+    out = []
+    for char in key:
+        options = spellings(char)[1:] if char in '"\\' else spellings(char)
+        choice = rng.choice(options)
+        if choice.startswith("\\u") and rng.random() < 0.5:
+            choice = re.sub(r"(?<=\\u)[0-9a-f]{4}", lambda m: m.group().upper(), choice)
+        out.append(choice)
+    return "".join(out)
+
+
+def test_every_json_spelling_of_a_key_is_cut_out_and_the_json_stays_valid() -> None:
+    """Whatever escapes the upstream writes the key in, the bytes and the text a JSON parser
+    decodes from them hold ``[redacted]`` and never the key (issue 47: ``\\u`` escapes passed)."""
+    key = 'sk-od/d"key\\9d3f😀é'
+    r = Redactor([key])
+    rng = random.Random(47)
+    for _ in range(300):
+        document = '{"content": "x' + spelt(key, rng) + 'y"}'
+        assert json.loads(document)["content"] == f"x{key}y"  # the spelling is one a parser decodes to the key
+        assert r.found_in(document) and r.found_in(document.encode())
+        assert json.loads(r.data(document.encode()))["content"] == f"x{REDACTED}y"
+        assert json.loads(r.text(document))["content"] == f"x{REDACTED}y"
+    assert r(b"nothing secret \\u0073k") == b"nothing secret \\u0073k"
+
+
+def test_plus_adds_one_requests_keys_without_remembering_them() -> None:
+    r = Redactor([KEY])
+    assert r.plus([None, "short", KEY]) is r
+    own = r.plus(["sk-client-own-key-456"])
+    assert own is r.plus(["sk-client-own-key-456"])  # compiled once
+    assert own("sk-client-own-key-456 " + KEY) == f"{REDACTED} {REDACTED}" and "sk-client-own-key-456" not in r

@@ -7,7 +7,6 @@ import copy
 import json
 
 import pytest
-from pydantic import ValidationError
 
 from middleware.chat.grounding_prompt import (
     add_grounding,
@@ -19,7 +18,7 @@ from middleware.chat.grounding_prompt import (
 from middleware.chat.parsing import parse_chat_request
 from middleware.chat.protocol import ChatRequest
 from middleware.errors import RequestError
-from middleware.settings import load_settings
+from middleware.settings import SettingsError, load_settings
 from middleware.types import Mode
 
 INSTRUCTION = grounding_instruction("Wikipedia")
@@ -136,5 +135,5 @@ def test_the_server_default_comes_from_settings(monkeypatch):
     monkeypatch.setenv("FACTCHECK_CHECK__GROUNDING_PLACEMENT", "system")
     settings = load_settings()
     assert settings.check.grounding_prompt == "Wikipedia" and settings.check.grounding_placement == "system"
-    with pytest.raises(ValidationError):
+    with pytest.raises(SettingsError, match="check.grounding_placement"):
         load_settings(**{"check.grounding_placement": "prepend"})

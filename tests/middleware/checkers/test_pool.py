@@ -28,7 +28,7 @@ async def started_pool(workers: int, **overrides: object) -> tuple[WorkerPool, C
     settings = load_settings(**{"check.checker": "none", "check.workers": workers, **overrides})
     pool = WorkerPool(settings, build_checker)
     await pool.start()
-    return pool, CheckRunner(pool, settings.check)
+    return pool, CheckRunner(pool, settings.check, in_workers=True)
 
 
 async def test_requests_are_pinned_to_the_least_busy_worker_which_runs_niced():
@@ -123,7 +123,7 @@ async def test_the_pipeline_in_a_worker_reports_what_it_reports_in_process(tmp_p
     pool = WorkerPool(settings, build_checker)
     await pool.start()
     try:
-        remote = CheckRunner(pool, settings.check)
+        remote = CheckRunner(pool, settings.check, in_workers=True)
         context = CheckContext(user_message="Tell me about Marie Curie.", mode=Mode.ANNOTATE)
         texts = ["Marie Curie was born in Warsaw in 1867.", "She won the Nobel Prize in Physics in 1911."]
         answers = []

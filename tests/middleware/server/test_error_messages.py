@@ -4,7 +4,9 @@ Loopback only."""
 
 from __future__ import annotations
 
+import asyncio
 import json
+import re
 import socket
 
 import aiohttp
@@ -64,3 +66,32 @@ async def test_a_stream_cut_by_the_upstream_says_so_without_internals(make_proxy
     message = last["error"]["message"]
     assert last["error"]["code"] == "disconnect" and "127.0.0.1" not in message
     assert not [w for w in INTERNALS if w in message], message
+
+
+JSON_MODULE_WORDING = ("Expecting", "delimiter", "Unterminated", "Extra data", "Invalid control character",
+                       "enclosed in double quotes", "Invalid \\escape", "(char ")
+
+
+@pytest.mark.parametrize("raw", [
+    b'{"model": "m", "messages": [}', b'{"model" "m"}', b'{"model": "m" "stream": true}', b"{model: 1}",
+    b'{"model": "m', b'{"model": "a\x01"}', b'{"model": "\\q"}', b"{} {}",
+])
+@pytest.mark.parametrize("path", ["chat/completions", "responses", "messages"])
+async def test_a_syntax_error_is_told_in_the_proxys_words_not_the_json_modules(make_proxy, path, raw):
+    """Before: "Expecting value at line 1, column 29" (docs/privacy.md promises otherwise)."""
+    proxy = await make_proxy(ScriptedChecker())
+    async with aiohttp.ClientSession() as s, s.post(f"{proxy.url}/{path}", data=raw,
+                                                    headers={"Content-Type": "application/json"}) as r:
+        status, payload = r.status, await r.json(content_type=None)
+    message = payload["error"]["message"]
+    assert status == 400 and re.search(r"not valid JSON: [a-z].* at line 1, column \d+$", message), message
+    assert not [w for w in JSON_MODULE_WORDING if w in message], message
+
+
+async def test_a_websocket_message_that_is_not_json_is_told_in_the_proxys_words(make_proxy):
+    proxy = await make_proxy(ScriptedChecker())
+    async with aiohttp.ClientSession() as s, s.ws_connect(f"{proxy.url}/ws") as ws:
+        await ws.send_str('{"type": "chat", "request": }')
+        message = (await asyncio.wait_for(ws.receive_json(), 10))["error"]["message"]
+    assert message == "message is not valid JSON: a value is missing or malformed at line 1, column 29"
+    assert not [w for w in JSON_MODULE_WORDING if w in message], message
