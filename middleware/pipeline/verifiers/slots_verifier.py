@@ -378,6 +378,9 @@ class SlotsVerifier:
         claimed = [
             c for c in participants(claim)
             if c.slot is not None and c.slot.label in _ACTORS and c.name.lower() not in ANAPHORS
+            # a copula's sides exchange without a change of fact ('Theresa is a variation of
+            # Teresa' / 'Teresa is the Spanish form of Theresa', RAGTruth train)
+            and not (exchanged and c.verb in _LIGHT_VERBS)
         ]  # fmt: skip
         if not claimed:
             return None
