@@ -397,6 +397,8 @@ def server_env(overrides: Mapping[str, str] | None = None, serve_from: Path | No
     env = os.environ | {
         "FACTCHECK_SERVER__MAX_CONTEXT_CHARS": str(10**6), "FACTCHECK_SERVER__RATE_LIMIT_PER_MINUTE": "0",
         "FACTCHECK_CHECK__SENTENCE_BUDGET_S": "30", "FACTCHECK_CHECK__SHED_OVERLOAD": "false",
+        # one process, the checks in it: the figures do not depend on how many CPUs size the defaults
+        "FACTCHECK_SERVER__WORKERS": "1", "FACTCHECK_CHECK__WORKERS": "0",
     }  # fmt: skip
     if serve_from is not None:
         env["PYTHONPATH"] = str(serve_from.resolve())

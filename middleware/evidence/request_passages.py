@@ -171,7 +171,7 @@ def _structured(text: str) -> Any:
 
 def _render(value: Any, key: str, lines: list[str]) -> None:
     if isinstance(value, dict):
-        fields = [f"{_label(k)}: {_scalar(v)}" for k, v in value.items() if _is_scalar(v)]
+        fields = [f"{_label(k)}: {_field(k, v)}" for k, v in value.items() if _is_scalar(v)]
         if fields:
             lines.append(f"{_label(key) + ' — ' if key else ''}{'; '.join(fields)}")
         for k, v in value.items():
@@ -185,6 +185,41 @@ def _render(value: Any, key: str, lines: list[str]) -> None:
                 _render(item, key, lines)
     elif value is not None:
         lines.append(f"{_label(key) + ': ' if key else ''}{_scalar(value)}")
+
+
+def _field(key: Any, value: Any) -> str:
+    """A field's value as a reader of the data would say it: a US state's code with its name
+    ('CA (California)'), opening hours with the clock times people write ('17:0-21:0' ->
+    '17:00-21:00 (5:00 PM to 9:00 PM)'). Answers written from such records say 'California'
+    and '5 PM to 9 PM'; the verifier read neither from the code and the bare figures."""
+    text = _scalar(value)
+    if str(key).lower() == "state" and (name := US_STATES.get(text.upper())):
+        return f"{text} ({name})"
+    if hours := _HOURS.fullmatch(text):
+        h1, m1, h2, m2 = (int(g) for g in hours.groups())
+        return f"{h1}:{m1:02d}-{h2}:{m2:02d} ({_clock(h1, m1)} to {_clock(h2, m2)})"
+    return text
+
+
+def _clock(hour: int, minute: int) -> str:
+    """24-hour time in 12-hour words: 17, 30 -> '5:30 PM'; 0, 0 -> '12:00 AM'."""
+    return f"{(hour % 12) or 12}:{minute:02d} {'AM' if hour % 24 < 12 else 'PM'}"
+
+
+_HOURS = re.compile(r"([01]?\d|2[0-4]):([0-5]?\d)-([01]?\d|2[0-4]):([0-5]?\d)")
+
+US_STATES = {
+    "AL": "Alabama", "AK": "Alaska", "AZ": "Arizona", "AR": "Arkansas", "CA": "California", "CO": "Colorado",
+    "CT": "Connecticut", "DE": "Delaware", "DC": "District of Columbia", "FL": "Florida", "GA": "Georgia",
+    "HI": "Hawaii", "ID": "Idaho", "IL": "Illinois", "IN": "Indiana", "IA": "Iowa", "KS": "Kansas", "KY": "Kentucky",
+    "LA": "Louisiana", "ME": "Maine", "MD": "Maryland", "MA": "Massachusetts", "MI": "Michigan", "MN": "Minnesota",
+    "MS": "Mississippi", "MO": "Missouri", "MT": "Montana", "NE": "Nebraska", "NV": "Nevada", "NH": "New Hampshire",
+    "NJ": "New Jersey", "NM": "New Mexico", "NY": "New York", "NC": "North Carolina", "ND": "North Dakota",
+    "OH": "Ohio", "OK": "Oklahoma", "OR": "Oregon", "PA": "Pennsylvania", "RI": "Rhode Island",
+    "SC": "South Carolina", "SD": "South Dakota", "TN": "Tennessee", "TX": "Texas", "UT": "Utah", "VT": "Vermont",
+    "VA": "Virginia", "WA": "Washington", "WV": "West Virginia", "WI": "Wisconsin", "WY": "Wyoming",
+}  # fmt: skip
+"""US state and district codes (USPS) and their names."""
 
 
 def _is_scalar(value: Any) -> bool:

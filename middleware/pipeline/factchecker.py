@@ -201,13 +201,6 @@ class FactChecker:
         corrected = revision = None
         if context.mode is Mode.CORRECT and verdict.label == "contradictory":
             corrected, edits, revision = await self._correct(sentence, verdict, evidence, context, timings)
-        elif context.mode is Mode.CORRECT and _unsupported_value(verdict):
-            # a value no evidence states: a fix is attempted and goes through the same gate, which
-            # asks the evidence sentence to contradict the original; a sentence it does not fix
-            # stays unsupported, with no refusal to report (nothing was found wrong)
-            fixed, applied, decision = await self._correct(sentence, verdict, evidence, context, timings)
-            if fixed is not None:
-                corrected, edits, revision = fixed, applied, decision
         quip = self.parts.portrait.quip_score(sentence.text) if self.parts.portrait is not None else None
         memory = None
         if request.memory is not None:  # the client asked for the memory-hallucination signal
@@ -335,11 +328,6 @@ class FactChecker:
         return StreamSummary(sentences=len(reports), verdicts=verdicts, attribution_report=attribution.passages,
                              attribution_links=attribution.links, alignment=attribution.alignment,
                              attr_auto=attribution.attr_auto, edits=edits, mode=mode)
-
-
-def _unsupported_value(verdict: DetailedVerdict) -> bool:
-    """Unsupported, with a number, date or name of the sentence that no evidence states."""
-    return verdict.label == "extrapolatory" and bool(verdict.unsupported)
 
 
 def _documents_only(evidence: Sequence[Passage], context: ContextSource | None, parts: PipelineParts) -> bool:

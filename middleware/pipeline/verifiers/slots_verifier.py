@@ -369,15 +369,21 @@ class SlotsVerifier:
         in that role is no conflict ('X and Y discovered' vs 'X discovered it with Y').
 
         ``exchanged`` asks for the strict case: the evidence sentence itself names the claim's
-        participant, and the one it gives the role to is named in the claim too ('... while
-        Buzz Aldrin remained in lunar orbit' against '... carrying Armstrong and Aldrin, while
-        Michael Collins remained in lunar orbit', the claim naming Collins elsewhere). On
+        participant, and the one it gives the role to is a party to another verb of the claim
+        ('... followed by Michael Collins, while Buzz Aldrin remained in lunar orbit' against
+        '... carrying Armstrong and Aldrin, while Michael Collins remained in lunar orbit'), not
+        a mere mention ('Newton's Principia ... set out the laws' against 'Newton set out the
+        law ... in his book Principia', the planted benchmark), and the verb is no copula. On
         RAGTruth's train answers the loose case fired only on sentences people judged
         supported (a role the evidence gives to someone the claim never names is mostly a
         parse of another clause); the strict one names two people the claim has swapped."""
+        parties = participants(claim)
         claimed = [
-            c for c in participants(claim)
+            c for c in parties
             if c.slot is not None and c.slot.label in _ACTORS and c.name.lower() not in ANAPHORS
+            # a copula's sides exchange without a change of fact ('Theresa is a variation of
+            # Teresa' / 'Teresa is the Spanish form of Theresa', RAGTruth train)
+            and not (exchanged and c.verb in _LIGHT_VERBS)
         ]  # fmt: skip
         if not claimed:
             return None
@@ -397,8 +403,11 @@ class SlotsVerifier:
                     if not any(o.verb == c.verb and o.role == c.role and _share_word(o.name, e.name) for o in claimed)
                 ]  # fmt: skip
                 named = mentions(line.analysis.text, c.name) or (topic is not None and _share_word(topic, c.name))
-                if exchanged:
-                    others = [o for o in others if mentions(claim.text, o.name)]
+                if exchanged:  # the evidence's holder is a party to another verb of the claim, not a mere mention
+                    others = [
+                        o for o in others
+                        if any(_share_word(o.name, p.name) and (p.verb, p.role) != (c.verb, c.role) for p in parties)
+                    ]  # fmt: skip
                     named = mentions(line.analysis.text, c.name)
                 elif not named and passage is not None:  # a swap across sentences of one passage
                     swapped_in = any(mentions(claim.text, o.name) for o in others)

@@ -51,10 +51,18 @@ def test_json_tool_result_keeps_each_objects_fields_in_one_line():
 def test_structured_data_as_python_prints_it_reads_in_words():
     data = {"name": "Finch & Fork", "state": "CA", "attributes": {"OutdoorSeating": False, "WiFi": "free",
             "RestaurantsTakeOut": True}, "review_info": [{"review_stars": 5.0, "note": None}]}  # fmt: skip
-    assert readable(str(data)) == ("- name: Finch & Fork; state: CA\n"
+    assert readable(str(data)) == ("- name: Finch & Fork; state: CA (California)\n"
                                    "- attributes — Outdoor Seating: no; WiFi: free; Restaurants Take Out: yes\n"
                                    "- review info — review stars: 5.0; note: null\n")
     assert readable("{'unbalanced': [1, 2}") == "{'unbalanced': [1, 2}"
+
+
+def test_opening_hours_read_with_the_clock_times_answers_write():
+    """RAGTruth's business records give hours as '17:30-23:0'; answers say '5:30 PM to 11 PM'."""
+    hours = readable(str({"hours": {"Monday": "17:30-23:0", "Sunday": "9:0-14:0", "Friday": "0:0-0:0"}}))
+    assert hours == ("- hours — Monday: 17:30-23:00 (5:30 PM to 11:00 PM); Sunday: 9:00-14:00 (9:00 AM to 2:00 PM); "
+                     "Friday: 0:00-0:00 (12:00 AM to 12:00 AM)\n")
+    assert readable(str({"state": "Bavaria", "range": "1:2-3:4 of 9"})) == "- state: Bavaria; range: 1:2-3:4 of 9\n"
 
 
 def test_a_factcheck_context_document_of_structured_data_is_read_like_a_tool_result():

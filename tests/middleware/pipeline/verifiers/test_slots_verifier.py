@@ -378,6 +378,23 @@ async def test_no_exchange_without_both_participants_swapped(claim: str) -> None
     assert "role_exchange" not in [r.name for r in verdict.rules], verdict.reason
 
 
+async def test_a_name_the_claim_only_mentions_is_no_party_to_an_exchange() -> None:
+    """The planted benchmark's true sentence: 'Newton's' is a possessive in the claim, not a party."""
+    evidence = passages_from_texts(["Isaac Newton set out the law of universal gravitation in his book Philosophiæ "
+                                    "Naturalis Principia Mathematica, published in 1687."])  # fmt: skip
+    claim = "Newton's Principia Mathematica, published in 1687, set out the law of universal gravitation."
+    verdict = await SlotsVerifier(Aligner(HashingEmbedder()), disabled=("role_swap",)).verify(claim, evidence)
+    assert "role_exchange" not in [r.name for r in verdict.rules], verdict.reason
+
+
+async def test_the_sides_of_a_copula_are_no_exchange() -> None:
+    """RAGTruth train, judged supported: a copula's sides exchange without a change of fact."""
+    evidence = passages_from_texts(["Teresa is the Spanish, Portuguese and Italian form of Theresa, a name of uncertain etymology."])
+    claim = "The name Theresa is a variation of Teresa."
+    verdict = await SlotsVerifier(Aligner(HashingEmbedder()), disabled=("role_swap",)).verify(claim, evidence)
+    assert "role_exchange" not in [r.name for r in verdict.rules], verdict.reason
+
+
 async def test_a_pronoun_for_the_passages_topic_puts_its_sentence_about_the_claims_subject() -> None:
     """Both values of the claim wrong and the event's sentence calling the bridge 'It': nothing
     but the pronoun ties that sentence to the claim, and it aligns only weakly (the words that
