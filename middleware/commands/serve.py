@@ -227,6 +227,10 @@ def demo(
     """One-shot demo, offline: the built-in demo LLM answers, the proxy checks the stream
     against the packaged demo corpus, and the annotated answer is printed."""
     settings = load_settings(config)
+    # one process, the checks in it: a one-shot run gains nothing from worker processes, whose
+    # cold start (each loading the models) spent the first answer's budget ("unverified
+    # (timeout)") and which a script run from stdin cannot spawn at all
+    settings = settings.model_copy(update={"check": settings.check.model_copy(update={"workers": 0})})
     logging.basicConfig(level="WARNING")
     console = Console()
     with console.status("preparing the demo index and models..."):
