@@ -61,15 +61,17 @@ GATE_RULES: dict[str, str] = {
     "unchanged content words",
     "subject_named": "a titled evidence passage names the sentence's subject (where the edit keeps it): a value "
     "from a passage about another thing is not put in",
-    "name_stated_elsewhere": "no name replaced that the evidence passage states itself: the claim may have the "
+    "name_stated_elsewhere": "no name (a figure is none) replaced that the evidence passage states itself: the claim may have the "
     "wrong verb, not the wrong name",
     "contradicts_original": "the evidence sentence contradicts the original (the verifier on that sentence "
     "alone, or every change swaps in a disagreeing value of its type)",
     "edit_not_contradicted": "the verifier finds no contradiction between the evidence sentence and the edit",
-    "edit_supported": "the verifier's P(attributable) of the edit reaches the combiner's edit threshold",
+    "edit_supported": "the verifier's P(attributable) of the edit (the sentence, or the clause the edit changes) "
+    "reaches the combiner's edit threshold (its decision threshold for a clean swap the slots verifier finds "
+    "wholly stated)",
     "slots_stated": "without an NLI model: the evidence sentence states every slot of the edit",
-    "entails_edit": "the NLI model's P(entailment) of the edit, best reading, reaches min_entailment (a clean "
-    "swap the slots verifier finds wholly stated: grounded_entailment)",
+    "entails_edit": "the NLI model's P(entailment) of the edit (the sentence or the clause the edit changes), best "
+    "reading, reaches min_entailment (a clean swap the slots verifier finds wholly stated: grounded_entailment)",
     "context_consistent": "the answer did not already state the value the edit replaces, or the edit does not "
     "contradict what it said",
 }
