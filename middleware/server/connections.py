@@ -222,10 +222,20 @@ class GuardedRequestHandler(RequestHandler):
 
     def evict(self) -> None:
         """Closed by the pending cap, at once: its descriptor is what the cap is for (a body
-        in progress is not answered; its handler sees the client gone)."""
+        in progress is not answered; its handler sees the client gone).
+
+        As ``force_close`` but ``self.transport`` stays set until the close completes
+        (``connection_lost``, which cancels the handler): ``force_close`` cleared it at once,
+        and a handler that read its body in between (one whose head had just arrived) got
+        aiohttp's ``RuntimeError('Connection closed.')``, logged with a traceback, dozens a
+        second under a reconnect flood."""
         self._cancel_deadline()
         self._body = None
-        self.force_close()
+        self._force_close = True
+        if self._waiter:
+            self._waiter.cancel()
+        if self.transport is not None:
+            self.transport.close()
 
     # ------------------------------------------------------------------ deadlines
     def _start_deadline(self, after_s: float) -> None:

@@ -10,6 +10,15 @@ the backlog at once (bpo-27906). ``AcceptingSite`` does that on either loop: it 
 listening socket itself (``add_reader``), accepts until the kernel's queue is empty, and
 hands every connection to aiohttp's server (``connect_accepted_socket``). The work per
 connection is the same; what changes is that none waits for other turns of the loop.
+
+Accepting never runs the process out of descriptors: each turn takes at most as many
+connections as the descriptors still free under ``RLIMIT_NOFILE`` (less ``DESCRIPTOR_SPARE``),
+counted in ``/proc/self/fd``. The cap on waiting connections (``middleware.server.connections``)
+closes the oldest waiting one for each connection accepted past it, but those descriptors are
+freed a turn or two later: under a reconnect flood (1,100 slow-body clients reconnecting at
+once, a 1,024-descriptor limit) a turn that accepted the whole queue ran out of descriptors
+before the cap had closed anything ("Too many open files"). With no room left, accepting
+pauses for ``FULL_RETRY_S`` and resumes once the closed connections have given theirs back.
 """
 
 from __future__ import annotations
@@ -17,6 +26,8 @@ from __future__ import annotations
 import asyncio
 import errno
 import logging
+import os
+import resource
 import socket
 from typing import Any
 
@@ -31,9 +42,33 @@ RETRY_AFTER_S = 0.05
 second; here the cap on waiting connections (``middleware.server.connections``) frees
 descriptors within a turn or two of the loop, and a second's pause left every new client,
 ``/healthz`` included, waiting for it."""
+DESCRIPTOR_SPARE = 32
+"""Descriptors a turn of accepting leaves free for the rest of the turn's work (upstream
+connections of requests being answered, files): the cap on waiting connections keeps
+``server.reserved_descriptors`` free between floods, these are what a flood cannot take."""
+FULL_RETRY_S = 0.005
+"""With no descriptor to spare, accepting pauses this long: about a turn of the loop, in
+which the connections closed by the cap on waiting connections give their descriptors back."""
+FD_DIR = "/proc/self/fd"
+"""The process's open descriptors, one entry each (Linux)."""
 LOG_EVERY_S = 10.0
 """At most one line per this many seconds about being out of descriptors."""
 _OUT_OF_RESOURCES = {errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM}
+
+
+def free_descriptors() -> int | None:
+    """How many more descriptors the process may open under its soft ``RLIMIT_NOFILE``; None
+    when there is no limit or no way to count (no ``/proc/self/fd``): then nothing is held back."""
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY:
+        return None
+    try:
+        in_use = len(os.listdir(FD_DIR))  # (counts the listing's own descriptor: one to spare)
+    except FileNotFoundError:
+        return None
+    except OSError:  # out of descriptors to list them with
+        return 0
+    return soft - in_use
 
 
 def listening_sockets(host: str | None, port: int, reuse_port: bool = False) -> list[socket.socket]:
@@ -113,7 +148,12 @@ class AcceptingServer(asyncio.AbstractServer):
             await asyncio.gather(*self._opening, return_exceptions=True)
 
     def _accept(self, listening: socket.socket) -> None:
-        for _ in range(BACKLOG):
+        free = free_descriptors()
+        room = BACKLOG if free is None else min(BACKLOG, free - DESCRIPTOR_SPARE)
+        if room <= 0:  # the descriptors closed by the cap come back in a turn or two
+            self._pause(listening, FULL_RETRY_S)
+            return
+        for _ in range(room):
             try:
                 connection, _ = listening.accept()
             except (BlockingIOError, InterruptedError):
@@ -127,13 +167,19 @@ class AcceptingServer(asyncio.AbstractServer):
                 if now - self._logged_at >= LOG_EVERY_S:
                     self._logged_at = now
                     log.error("cannot accept connections (%s); trying again every %.2f s", exc, RETRY_AFTER_S)
-                self._loop.remove_reader(listening.fileno())
-                self._loop.call_later(RETRY_AFTER_S, self._resume, listening)
+                self._pause(listening, RETRY_AFTER_S)
                 return
             connection.setblocking(False)
             opening = self._loop.create_task(self._open(connection))
             self._opening.add(opening)
             opening.add_done_callback(self._opening.discard)
+        if room < BACKLOG:  # stopped at the descriptors free, not at the queue's end
+            self._pause(listening, FULL_RETRY_S)
+
+    def _pause(self, listening: socket.socket, delay_s: float) -> None:
+        """Stop watching ``listening`` for ``delay_s``."""
+        self._loop.remove_reader(listening.fileno())
+        self._loop.call_later(delay_s, self._resume, listening)
 
     def _resume(self, listening: socket.socket) -> None:
         if self._serving and listening in self._sockets:

@@ -4,7 +4,12 @@ too (whose own server accepts one connection per turn); requests are served as b
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import resource
 import socket
+import subprocess
+import sys
+from pathlib import Path
 
 import aiohttp
 import pytest
@@ -14,6 +19,9 @@ from middleware.commands.serve import start_site
 from middleware.server.listener import AcceptingServer, listening_sockets
 
 uvloop = pytest.importorskip("uvloop")
+
+ROOT = Path(__file__).resolve().parents[3]
+"""The checkout whose ``middleware`` the flooded server runs."""
 
 
 class Counting(asyncio.Protocol):
@@ -111,3 +119,100 @@ def test_a_family_the_kernel_lacks_is_skipped(monkeypatch: pytest.MonkeyPatch) -
     monkeypatch.setattr(socket, "getaddrinfo", lambda *args, **kwargs: infos[:1])
     with pytest.raises(OSError, match="no address"):
         listening_sockets("localhost", 0)
+
+
+FLOODED_SERVER = """
+import asyncio, logging, resource, sys
+limit = int(sys.argv[1])
+resource.setrlimit(resource.RLIMIT_NOFILE, (limit, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
+logging.basicConfig(level=logging.INFO, stream=sys.stderr)
+from aiohttp import web
+from middleware import eventloop
+from middleware.commands.serve import start_site
+from middleware.settings import ServerSettings
+
+async def main() -> None:
+    app = web.Application()
+    async def healthz(request: web.Request) -> web.Response:
+        return web.Response(text="ok")
+    async def upload(request: web.Request) -> web.Response:
+        return web.Response(body=await request.read())
+    app.router.add_get("/healthz", healthz)
+    app.router.add_post("/upload", upload)
+    _, port = await start_site(app, "127.0.0.1", 0, server=ServerSettings(reserved_descriptors=64))
+    print(port, flush=True)
+    await asyncio.Event().wait()
+
+eventloop.run(main())
+"""
+"""A server whose descriptor limit is ``argv[1]``: its cap on waiting connections is the
+limit less 64."""
+
+
+async def reconnect_forever(port: int, stop: asyncio.Event, head_after_s: float) -> None:
+    """A client that sends a request head and the first byte of its body ``head_after_s``
+    after connecting, waits to be closed, and reconnects at once (a reconnect flood)."""
+    head = b"POST /upload HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 4096\r\n\r\nx"
+    while not stop.is_set():
+        try:
+            reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        except OSError:
+            await asyncio.sleep(0.05)
+            continue
+        try:
+            await asyncio.sleep(head_after_s)
+            writer.write(head)
+            while not stop.is_set() and not reader.at_eof():
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(reader.read(256), 0.5)
+        except OSError:
+            pass
+        finally:
+            writer.close()
+
+
+async def healthz_time(port: int) -> float | None:
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    try:
+        async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=10)) as session, \
+                session.get(f"http://127.0.0.1:{port}/healthz") as response:
+            ok = response.status == 200 and await response.text() == "ok"
+    except (aiohttp.ClientError, TimeoutError):
+        return None
+    return loop.time() - started if ok else None
+
+
+async def test_a_reconnect_flood_never_runs_the_server_out_of_descriptors() -> None:
+    """400 clients that reconnect as soon as they are closed, against a server at a
+    256-descriptor limit (its cap on waiting connections: 192): accepting takes no more per
+    turn than the descriptors free, so no accept (or anything else) fails with "Too many open
+    files", and /healthz is answered throughout. (Accepting the whole queue in one turn ran
+    out of descriptors before the cap had closed anything.) A connection closed by the cap
+    while its handler starts reading its body is no traceback either."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and hard < 1024:
+        pytest.skip("the clients need 1,024 descriptors")
+    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, 1024), hard))
+    server = subprocess.Popen([sys.executable, "-c", FLOODED_SERVER, "256"], cwd=ROOT, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True)
+    try:
+        assert server.stdout is not None
+        line = await asyncio.wait_for(asyncio.to_thread(server.stdout.readline), 60)
+        port = int(line)
+        stop = asyncio.Event()
+        flood = [asyncio.create_task(reconnect_forever(port, stop, head_after_s=i % 8 * 0.05))
+                 for i in range(400)]
+        times = []
+        for _ in range(10):
+            await asyncio.sleep(0.4)
+            times.append(await healthz_time(port))
+        stop.set()
+        await asyncio.gather(*flood)
+    finally:
+        server.terminate()
+        _, log = await asyncio.to_thread(server.communicate, timeout=30)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+    assert "Too many open files" not in log, log[-2000:]
+    assert None not in times, log[-2000:]
+    assert "Traceback" not in log, log[-3000:]
