@@ -16,7 +16,7 @@ import pytest
 from aiohttp import web
 
 from middleware.commands.serve import start_site
-from middleware.server.listener import AcceptingServer, listening_sockets
+from middleware.server.listener import AcceptingServer, free_descriptors, listening_sockets
 
 uvloop = pytest.importorskip("uvloop")
 
@@ -216,3 +216,16 @@ async def test_a_reconnect_flood_never_runs_the_server_out_of_descriptors() -> N
     assert "Too many open files" not in log, log[-2000:]
     assert None not in times, log[-2000:]
     assert "Traceback" not in log, log[-3000:]
+
+
+def test_free_descriptors_counts_what_the_process_holds() -> None:
+    before = free_descriptors()
+    if before is None:
+        pytest.skip("no descriptor limit, or no /proc/self/fd to count them in")
+    held = [socket.socket() for _ in range(5)]
+    try:
+        assert free_descriptors() == before - 5
+    finally:
+        for sock in held:
+            sock.close()
+    assert free_descriptors() == before
