@@ -109,11 +109,7 @@ def unverified_reason(verdict: Verdict) -> str:
 
 def basic_summary(reports: Sequence[SentenceReport], mode: Mode) -> StreamSummary:
     """Verdict counts and edits; the pipeline's summarizer adds the attribution report."""
-    verdicts: dict[str, int] = {}
-    for report in reports:
-        verdicts[report.verdict.label] = verdicts.get(report.verdict.label, 0) + 1
-    edits = [edit for report in reports for edit in report.edits] if mode is Mode.CORRECT else []
-    return StreamSummary(sentences=len(reports), verdicts=verdicts, edits=edits, mode=mode)
+    return StreamSummary.of_reports(reports, mode)
 
 
 class CheckRunner:

@@ -10,8 +10,9 @@ assistant message unless a field says otherwise.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from enum import Enum
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
@@ -268,6 +269,17 @@ class StreamSummary(_Model):
     grounding_prompt: GroundingPrompt | None = Field(
         default=None, description="the grounding instruction added to the request (factcheck.grounding_prompt), if any"
     )
+
+    @classmethod
+    def of_reports(cls, reports: Sequence[SentenceReport], mode: Mode, **fields: Any) -> StreamSummary:
+        """The summary of ``reports``: the sentence count, the count of each verdict label (in
+        the order first seen) and, in correct mode, every edit; ``fields`` adds the rest (the
+        pipeline's attribution report)."""
+        verdicts: dict[str, int] = {}
+        for report in reports:
+            verdicts[report.verdict.label] = verdicts.get(report.verdict.label, 0) + 1
+        edits = [edit for report in reports for edit in report.edits] if mode is Mode.CORRECT else []
+        return cls(sentences=len(reports), verdicts=verdicts, edits=edits, mode=mode, **fields)
 
 
 class CheckContext(_Model):

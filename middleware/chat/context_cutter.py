@@ -19,19 +19,16 @@ from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 
-from middleware.evidence.request_passages import ContextText, context_passages
+from middleware.evidence.request_passages import INLINE_CONTEXT_CHARS, ContextText, context_passages
 from middleware.types import Passage
 
 log = logging.getLogger(__name__)
-
-INLINE_CHARS = 4000
-"""A context up to this size is cut on the event loop (well under a millisecond)."""
 
 
 class ContextCutter:
     """Cuts request contexts into passages: small ones inline, large ones in a process."""
 
-    def __init__(self, inline_chars: int = INLINE_CHARS) -> None:
+    def __init__(self, inline_chars: int = INLINE_CONTEXT_CHARS) -> None:
         self.inline_chars = inline_chars
         self._pool: ProcessPoolExecutor | None = None
 

@@ -21,27 +21,10 @@ import numpy as np
 
 from middleware.pipeline.verifiers.features import OVERLAP_CUT, word_overlap
 from middleware.training.claim_sets import BATTERY_SETS, Item
-from middleware.training.metrics import balanced_accuracy
+from middleware.training.metrics import balanced_accuracy, roc_auc
 
 if TYPE_CHECKING:
     from middleware.pipeline.verifiers import HybridVerifier, Verifier
-
-def roc_auc(gold: Sequence[bool], scores: Sequence[float]) -> float:
-    """Probability that a random positive scores above a random negative (ties count half)."""
-    g, s = np.asarray(gold, bool), np.asarray(scores, float)
-    pos, neg = s[g], s[~g]
-    if not len(pos) or not len(neg):
-        return float("nan")
-    order = np.argsort(np.concatenate([pos, neg]), kind="mergesort")
-    ranks = np.empty(len(order))
-    values = np.concatenate([pos, neg])[order]
-    # average ranks over ties
-    start = 0
-    for end in range(1, len(values) + 1):
-        if end == len(values) or values[end] != values[start]:
-            ranks[order[start:end]] = (start + end + 1) / 2
-            start = end
-    return float((ranks[: len(pos)].sum() - len(pos) * (len(pos) + 1) / 2) / (len(pos) * len(neg)))
 
 
 @dataclass

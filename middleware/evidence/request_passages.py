@@ -25,6 +25,10 @@ PROVIDER = "context"
 searches them)."""
 CONTEXT_ROLES = {"system": "system", "developer": "developer", "user": "user", "tool": "tool", "function": "function"}
 """Message roles whose text is context (the assistant's own earlier turns are not evidence)."""
+INLINE_CONTEXT_CHARS = 4000
+"""A request context up to this many characters is cut into passages (the relay's
+``chat.context_cutter``) and indexed (the pipeline's request reading) on the event loop, well
+under a millisecond each; a larger one off it, where the hop costs less than the work."""
 QUESTION_MAX_CHARS = 500
 """A longer user message is taken to hold documents: it is context, and only its questions go
 closed-book. A shorter one is the request itself."""

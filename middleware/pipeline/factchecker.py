@@ -24,7 +24,7 @@ from typing import Protocol
 
 
 from middleware.evidence.context_source import ContextSource, sources_for_policy
-from middleware.evidence.request_passages import PROVIDER as CONTEXT
+from middleware.evidence.request_passages import INLINE_CONTEXT_CHARS, PROVIDER as CONTEXT
 from middleware.interfaces import Embedder, EvidenceSource
 from middleware.metrics import timed
 from middleware.pipeline.attribution import attribution_report, unique_passages
@@ -64,9 +64,6 @@ helpful assistant."): its answer's instructions and judgements are checked again
 SHOWN_PASSAGES = 4
 """Evidence passages a report lists, at most (the deciding one among them): a request context
 read whole may be many documents, each verified against but not all worth quoting."""
-INLINE_CONTEXT_CHARS = 4000
-"""Request passages up to this size are indexed on the event loop (well under a millisecond);
-more, in a worker thread."""
 
 
 class Ranker(Protocol):
@@ -320,14 +317,10 @@ class FactChecker:
         """Verdict counts, the attribution report (the passages that decided a sentence's
         verdict, each linked to its sentences, chosen to cover the claims' questions) and
         auto-AIS, read from the reports: nothing is searched or verified again."""
-        verdicts: dict[str, int] = {}
-        for report in reports:
-            verdicts[report.verdict.label] = verdicts.get(report.verdict.label, 0) + 1
         attribution = attribution_report(reports, self.parts.report_size)
-        edits = [e for r in reports for e in r.edits] if mode is Mode.CORRECT else []
-        return StreamSummary(sentences=len(reports), verdicts=verdicts, attribution_report=attribution.passages,
-                             attribution_links=attribution.links, alignment=attribution.alignment,
-                             attr_auto=attribution.attr_auto, edits=edits, mode=mode)
+        return StreamSummary.of_reports(reports, mode, attribution_report=attribution.passages,
+                                        attribution_links=attribution.links, alignment=attribution.alignment,
+                                        attr_auto=attribution.attr_auto)
 
 
 def _documents_only(evidence: Sequence[Passage], context: ContextSource | None, parts: PipelineParts) -> bool:

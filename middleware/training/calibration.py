@@ -22,15 +22,9 @@ import numpy as np
 
 from middleware.training import CONTRADICTION, ENTAILMENT
 from middleware.training.verifier_data import Pair
-from middleware.training.metrics import balanced_accuracy
+from middleware.training.metrics import balanced_accuracy, roc_auc
 
 GRID = np.round(np.arange(0.05, 0.96, 0.01), 2)
-
-
-def roc_auc(gold: np.ndarray, score: np.ndarray) -> float:
-    from sklearn.metrics import roc_auc_score
-
-    return float(roc_auc_score(gold, score)) if 0 < gold.sum() < len(gold) else float("nan")
 
 
 def best_threshold(gold: np.ndarray, score: np.ndarray) -> tuple[float, float]:

@@ -273,7 +273,10 @@ def mean_balanced_accuracy(rows: Sequence[Row], p: np.ndarray, threshold: float)
     return float(np.mean(scores))
 
 
-def best_threshold(rows: Sequence[Row], p: np.ndarray) -> float:
+def best_mean_threshold(rows: Sequence[Row], p: np.ndarray) -> float:
+    """The cut-off of best balanced accuracy averaged over the sets of ``rows``, among
+    quantiles of ``p`` (ties: the one nearest 0.5). Not ``calibration.best_threshold``: that
+    one scores pooled pairs on a fixed grid."""
     grid = np.unique(np.round(np.quantile(p, np.linspace(0.02, 0.98, 97)), 4))
     return float(max(grid, key=lambda t: (mean_balanced_accuracy(rows, p, t), -abs(t - 0.5))))
 
@@ -332,7 +335,7 @@ def thresholds(rows: Sequence[Row], names: Sequence[str], linear: LinearChoice |
     precision = float(gold_c[three_way][chosen].mean()) if chosen.any() else 0.0
     if contradictory >= 1.0:  # the target is out of reach: the most precise cut-off, its precision reported
         contradictory, precision = most_precise_threshold(gold_c[three_way], p_c[three_way])
-    attributable = best_threshold(rows, p_a)
+    attributable = best_mean_threshold(rows, p_a)
     return {
         "attributable": attributable,
         "contradictory": contradictory,
@@ -394,7 +397,7 @@ def leave_one_out(
             continue
         model = fit(train, names, linear)
         p_train, _ = out_of_fold(train, names, linear)
-        cut = best_threshold(train, p_train)
+        cut = best_mean_threshold(train, p_train)
         p = model.p_attributable(matrix(held, names))
         gold = [r.gold == "attributable" for r in held]
         out[name] = {
