@@ -58,7 +58,7 @@ from middleware.text.evidence_sentences import split_sentences
 from middleware.pipeline.slots import Slot, analyse, slots_agree
 from middleware.pipeline.verifiers.base import DetailedVerdict, Verifier
 from middleware.pipeline.verifiers.nli import NLIVerifier
-from middleware.pipeline.verifiers.slots_verifier import SlotsVerifier, writes
+from middleware.pipeline.verifiers.slots_verifier import SlotsVerifier, states_value, writes
 from middleware.pipeline.editing import EditResult
 from middleware.revise.clauses import edited_clause
 from middleware.revise.gate_rules import (
@@ -158,14 +158,13 @@ class EditGate:
         clause_after = await self.verifier.verify(clause[1], single, context) if clause else None
         scores: dict[str, float] = {}
         if self.nli is not None:  # the sentence alone, with the one it continues, or under its title: the best reading
-            probs = await self.nli.probabilities(
-                [pair for premise in premises for pair in ((premise, result.original), (premise, result.text))]
-            )
-            scores["evidence_contradicts_original"] = round(float(probs[0::2, _CONTRADICT].max()), 4)
-            scores["evidence_entails_edited"] = round(float(probs[1::2, _ENTAIL].max()), 4)
+            hypotheses = [result.original, result.text, *([clause[1]] if clause else [])]
+            probs = await self.nli.probabilities([(p, h) for p in premises for h in hypotheses])
+            step = len(hypotheses)
+            scores["evidence_contradicts_original"] = round(float(probs[0::step, _CONTRADICT].max()), 4)
+            scores["evidence_entails_edited"] = round(float(probs[1::step, _ENTAIL].max()), 4)
             if clause is not None:
-                clause_probs = await self.nli.probabilities([(premise, clause[1]) for premise in premises])
-                scores["evidence_entails_edited_clause"] = round(float(clause_probs[:, _ENTAIL].max()), 4)
+                scores["evidence_entails_edited_clause"] = round(float(probs[2::step, _ENTAIL].max()), 4)
         return Recheck(self, result, single, context, before, after, scores, clause, clause_after)
 
 
@@ -185,12 +184,20 @@ class Recheck:
     scores: dict[str, float] = field(default_factory=dict)
     clause: tuple[str, str] | None = None  # the clause the edit changes, as written and as edited
     clause_after: Verdict | None = None  # the verifier's verdict on the edited clause
+    _grounded_once: bool | None = field(default=None, repr=False)
 
     def supported(self) -> float:
         """The verifier's P(attributable) of the edit: of the edited sentence, or of the
         clause the edit changes where the sentence has more than one."""
         readings = [self.after, *([self.clause_after] if self.clause_after is not None else [])]
         return max(v.scores.get("attributable", 0.0) for v in readings)
+
+    async def grounded(self) -> bool:
+        """``_grounded``, read once: both ``edit_supported`` and ``entails_edit`` ask it, and it
+        runs the slots verifier on the edit (and on its clause)."""
+        if self._grounded_once is None:
+            self._grounded_once = await _grounded(self)
+        return self._grounded_once
 
     def entailed(self) -> float | None:
         """The NLI model's P(entailment) of the edit, best reading, sentence or edited clause."""
@@ -216,7 +223,7 @@ async def edit_not_contradicted(check: Recheck) -> str | None:
 async def edit_supported(check: Recheck) -> str | None:
     """The verifier's P(attributable) of the edit from its evidence sentence reaches the
     combiner's edit threshold; a clean swap that the slots verifier finds wholly stated
-    (``_grounded``, as for ``entails_edit``) needs only ``grounded_supported`` (the
+    (``Recheck.grounded``, as for ``entails_edit``) needs only ``grounded_supported`` (the
     combiner's decision threshold): 'Fifteen passengers were evaluated by medical personnel
     at the airport, but none were transported' from '... were examined ..., but no one was
     transported ...' reads P=0.72 for its paraphrased verbs, the figure being the
@@ -224,15 +231,15 @@ async def edit_supported(check: Recheck) -> str | None:
     policy = check.gate.policy
     supported = check.supported()
     threshold = policy.supported_edit
-    if threshold is not None and supported < threshold and policy.grounded_supported is not None:
-        if supported >= policy.grounded_supported and await _grounded(check):
-            return None
-    if threshold is not None and supported < threshold:
-        return (
-            f"the verifier does not find the edited sentence supported by the evidence sentence "
-            f"(P={supported:.2f} < {threshold:.2f})"
-        )
-    return None
+    if threshold is None or supported >= threshold:
+        return None
+    grounded_floor = policy.grounded_supported
+    if grounded_floor is not None and supported >= grounded_floor and await check.grounded():
+        return None
+    return (
+        f"the verifier does not find the edited sentence supported by the evidence sentence "
+        f"(P={supported:.2f} < {threshold:.2f})"
+    )
 
 
 async def slots_stated(check: Recheck) -> str | None:
@@ -245,7 +252,7 @@ async def entails_edit(check: Recheck) -> str | None:
     policy, entailed = check.gate.policy, check.entailed()
     if check.gate.nli is None or entailed is None or entailed >= policy.min_entailment:
         return None
-    floor = policy.grounded_entailment if await _grounded(check) else policy.min_entailment
+    floor = policy.grounded_entailment if await check.grounded() else policy.min_entailment
     if entailed < floor:
         return f"the evidence sentence does not entail the edited sentence (P={entailed:.2f} < {floor:.2f})"
     return None
@@ -260,7 +267,7 @@ async def context_consistent(check: Recheck) -> str | None:
     nli, result = check.gate.nli, check.result
     if not check.context or nli is None:
         return None
-    stated = [e.original for e in result.edits if _states(check.context, e.original)]
+    stated = [e.original for e in result.edits if states_value(check.context, e.original)]
     if not stated:
         return None
     probs = await nli.probabilities([(check.context, result.original), (check.context, result.text)])
@@ -269,12 +276,6 @@ async def context_consistent(check: Recheck) -> str | None:
     if worse and probs[1, _CONTRADICT] >= check.gate.policy.max_context_contradiction:
         return f"the answer already said {stated[0]!r} earlier: the edited sentence would contradict it"
     return None
-
-
-def _states(text: str, value: str) -> bool:
-    """``text`` holds ``value`` as whole words."""
-    value = value.strip()
-    return bool(value) and re.search(rf"(?<!\w){re.escape(value)}(?!\w)", text, re.IGNORECASE) is not None
 
 
 RECHECK_RULES: dict[str, RecheckRule] = {

@@ -348,9 +348,6 @@ def subject_named(proposal: Proposal) -> str | None:
     return f"the evidence passage ({title}) never names '{subject.text}': it is about something else"
 
 
-_FIGURES = frozenset({"number", "quantity", "date"})
-
-
 def name_stated_elsewhere(proposal: Proposal) -> str | None:
     """A name the edit replaces that the evidence passage states itself: 'Roger Bannister was
     born in Oxford' against a passage where he was born in Harrow and died in Oxford is as
@@ -364,8 +361,8 @@ def name_stated_elsewhere(proposal: Proposal) -> str | None:
     text = f" {normalise_name(proposal.passage.text)} "
     for edit in proposal.result.edits:
         old = edit.original.strip()
-        kinds = {s.kind for s in analyse(old).slots}
-        is_name = "entity" in kinds or (old[:1].isupper() and not kinds & _FIGURES)
+        slots = analyse(old)
+        is_name = bool(slots.of_kind("entity")) or (old[:1].isupper() and not slots.of_kind("number", "quantity", "date"))
         if is_name and (name := normalise_name(old)) and f" {name} " in text:
             return f"the evidence names '{old}' for something else: the claim may have the wrong verb, not the wrong name"
     return None

@@ -638,7 +638,7 @@ def _first_support(slot: Slot, lines: list[_Line], passages: list[str] | None) -
             return line
         if slot.kind == "entity" and mentions(line.analysis.text, slot.text):
             return line
-        if slot.kind != "entity" and _states(line.analysis.text, slot.text):
+        if slot.kind != "entity" and states_value(line.analysis.text, slot.text):
             return line
     for line in lines:  # the rest of the aligned sentence's passage, as written
         passage = passages[line.aligned.sentence.passage_index] if passages else line.analysis.text
@@ -649,7 +649,7 @@ def _first_support(slot: Slot, lines: list[_Line], passages: list[str] | None) -
                 and _anaphoric_subject(line.analysis)
             ):
                 return line
-        elif _states(passage, slot.text):
+        elif states_value(passage, slot.text):
             return line
     return None
 
@@ -658,7 +658,7 @@ def _normal(text: str) -> str:
     return " ".join(text.lower().replace(",", "").split())
 
 
-def _states(text: str, value: str) -> bool:
+def states_value(text: str, value: str) -> bool:
     """``value`` occurs in ``text`` as whole words ('45' is not in '1945', nor '24' in '1924')."""
     needle = _normal(value)
     return bool(needle) and re.search(rf"(?<![\w.]){re.escape(needle)}(?![\w]|\.\d)", _normal(text)) is not None
@@ -713,7 +713,7 @@ def _states_slot(slot: Slot, line: _Line) -> bool:
 
 def writes(text: str, slot: Slot) -> bool:
     """``text`` writes the slot: its name mentioned, its value as whole words."""
-    return mentions(text, slot.text) if slot.kind == "entity" else _states(text, slot.text)
+    return mentions(text, slot.text) if slot.kind == "entity" else states_value(text, slot.text)
 
 
 def _stated_of_another(slot: Slot, claim: Analysis, line: _Line) -> bool:
@@ -820,13 +820,15 @@ def _topic_subject(claim: Analysis, line: _Line, evidence: list[Passage] | None)
     index = line.aligned.sentence.passage_index
     if claim.subject is None or evidence is None or not 0 <= index < len(evidence):
         return False
+    # the sentence's own pronoun subject first: reading the passage's topic scans the whole passage
+    subjects = {t.lower_ for t in line.analysis.doc if t.tag_ == "PRP" and t.dep_ in _SUBJECT_DEPS}
+    if not subjects:
+        return False
     subject_terms = terms(claim.text[claim.subject[0] : claim.subject[1]])
     topic, pronouns = _topic(evidence[index])
     if not subject_terms or topic is None or term_recall(subject_terms, terms(topic)) < 0.5:
         return False
-    return any(
-        t.lower_ in pronouns and t.tag_ == "PRP" and t.dep_ in _SUBJECT_DEPS for t in line.analysis.doc
-    )
+    return bool(subjects & pronouns)
 
 
 def _same_clause(slot: Slot, candidate: Slot, claim: Analysis, line: _Line) -> bool:

@@ -189,11 +189,9 @@ async def through_check_command(runner: CheckRunner, mode: Mode) -> tuple[str, d
     return data["text"], comparable(reports, summary)
 
 
-@pytest.mark.parametrize("mode", [Mode.ANNOTATE, Mode.CORRECT])
-async def test_every_face_gives_the_same_text_reports_and_summary(make_proxy, mode):
-    proxy = await parity_proxy(make_proxy)
-    runner = CheckRunner(ScriptedChecker(FIXES), CheckSettings(sentence_budget_s=10))
-    faces = {
+async def through_every_face(proxy, runner: CheckRunner, mode: Mode) -> dict[str, tuple[str, dict[str, Any]]]:
+    """The answer through each of the nine faces: its text and its comparable reports."""
+    return {
         "sse": await through_sse(proxy, mode),
         "non-stream": await through_non_stream(proxy, mode),
         "websocket": await through_websocket(proxy, mode),
@@ -204,6 +202,13 @@ async def test_every_face_gives_the_same_text_reports_and_summary(make_proxy, mo
         "langchain runnable": await through_runnable(runner, mode),
         "check command": await through_check_command(runner, mode),
     }
+
+
+@pytest.mark.parametrize("mode", [Mode.ANNOTATE, Mode.CORRECT])
+async def test_every_face_gives_the_same_text_reports_and_summary(make_proxy, mode):
+    proxy = await parity_proxy(make_proxy)
+    runner = CheckRunner(ScriptedChecker(FIXES), CheckSettings(sentence_budget_s=10))
+    faces = await through_every_face(proxy, runner, mode)
     expected_text = CORRECTED if mode is Mode.CORRECT else ANSWER
     reference = faces["sse"][1]
     assert len(reference["reports"]) == 6 and reference["summary"]["sentences"] == 6
@@ -220,17 +225,7 @@ async def test_block_mode_stops_every_face_at_the_same_sentence(make_proxy):
     mode = Mode.BLOCK
     proxy = await parity_proxy(make_proxy)
     runner = CheckRunner(ScriptedChecker(FIXES), CheckSettings(sentence_budget_s=10))
-    faces = {
-        "sse": await through_sse(proxy, mode),
-        "non-stream": await through_non_stream(proxy, mode),
-        "websocket": await through_websocket(proxy, mode),
-        "responses": await through_typed_events(proxy, mode, "responses"),
-        "responses non-stream": await through_typed_non_stream(proxy, mode, "responses"),
-        "messages": await through_typed_events(proxy, mode, "messages"),
-        "messages non-stream": await through_typed_non_stream(proxy, mode, "messages"),
-        "langchain runnable": await through_runnable(runner, mode),
-        "check command": await through_check_command(runner, mode),
-    }
+    faces = await through_every_face(proxy, runner, mode)
     reference = faces["sse"][1]
     assert [r["verdict"]["label"] for r in reference["reports"]] == ["attributable", "contradictory"]
     assert reference["summary"]["verdicts"] == {"attributable": 1, "contradictory": 1}
