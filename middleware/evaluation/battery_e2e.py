@@ -254,7 +254,7 @@ def changes(streamed: Streamed) -> list[dict[str, Any]]:
     was right, or an edit lies outside every gold span)."""
     out = []
     answer = streamed.answer
-    documents = " ".join(answer.documents).casefold()
+    documents = _as_read(answer.documents)
     for report in streamed.reports:
         revision = report.get("revision") or {}
         if revision.get("status") != "applied":
@@ -268,10 +268,30 @@ def changes(streamed: Streamed) -> list[dict[str, Any]]:
         out.append({
             "answer": answer.id, "original": report["text"], "suggested": revision.get("suggested"),
             "evidence_sentence": revision.get("evidence_sentence"), "gold_of_original": gold,
-            "grounded": bool(edits) and all(e["replacement"].strip().casefold() in documents for e in edits),
+            "grounded": bool(edits) and all(stated(e["replacement"], documents) for e in edits),
             "in_gold_span": in_span, "wrong": gold == "attributable" or in_span is False, "spans": touched,
         })  # fmt: skip
     return out
+
+
+def _as_read(documents: Sequence[str]) -> str:
+    """The documents as written and as the proxy reads them (``readable``: a record's
+    opening hours also in clock times, '11:0-0:0' as '11:00 AM to 12:00 AM')."""
+    from middleware.evidence.request_passages import readable
+
+    return " ".join([*documents, *(readable(d) for d in documents)]).casefold()
+
+
+def stated(value: str, documents: str) -> bool:
+    """The inserted ``value`` is stated by the (casefolded) documents: written there, or a
+    time of day they state as written differently ('12am' for '12:00 AM')."""
+    from middleware.pipeline.verifiers.hours import times_of_day
+
+    value = value.strip().casefold()
+    if value in documents:
+        return True
+    minutes = times_of_day(value)
+    return len(minutes) == 1 and minutes[0] in times_of_day(documents)
 
 
 def value_conflicts(answer: Answer) -> list[tuple[int, int]]:

@@ -11,7 +11,7 @@ import re
 import threading
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import Literal
 
@@ -115,6 +115,11 @@ class Analysis:
 
     def of_kind(self, *kinds: SlotKind) -> list[Slot]:
         return [s for s in self.slots if s.kind in kinds]
+
+    def without_slots(self, spans: Sequence[tuple[int, int]]) -> Analysis:
+        """A copy without the slots that overlap ``spans`` (the cached reading is shared: never changed)."""
+        kept = tuple(s for s in self.slots if not any(s.start < end and start < s.end for start, end in spans))
+        return replace(self, slots=kept)
 
 
 _CACHE: OrderedDict[str, Analysis] = OrderedDict()

@@ -66,6 +66,7 @@ from middleware.revise.gate_rules import (
     Proposal,
     Refusal,
     checked_names,
+    field_swap,
     first_refusal,
     form_refusal,
     shares_enough,
@@ -199,6 +200,17 @@ class Recheck:
             self._grounded_once = await _grounded(self)
         return self._grounded_once
 
+    @property
+    def field_swap(self) -> bool:
+        """A record's own value put in place of one the data states otherwise (a number no
+        field holds, an opening time the schedule does not give those days:
+        ``gate_rules.field_swap``): the edit is checked against the record by the field itself
+        (``fields.swaps_field``), not by the NLI model, which reads a record's figures and
+        times loosely (why ``field_value`` and ``field_hours`` stand against it);
+        ``edit_supported`` and ``entails_edit`` pass it, ``edit_not_contradicted`` still reads it."""
+        grounding = self.result.edits[0].evidence if self.result.edits else None
+        return grounding is not None and field_swap(self.result, grounding)
+
     def entailed(self) -> float | None:
         """The NLI model's P(entailment) of the edit, best reading, sentence or edited clause."""
         found = [self.scores[k] for k in ("evidence_entails_edited", "evidence_entails_edited_clause") if k in self.scores]
@@ -231,7 +243,7 @@ async def edit_supported(check: Recheck) -> str | None:
     policy = check.gate.policy
     supported = check.supported()
     threshold = policy.supported_edit
-    if threshold is None or supported >= threshold:
+    if threshold is None or supported >= threshold or check.field_swap:
         return None
     grounded_floor = policy.grounded_supported
     if grounded_floor is not None and supported >= grounded_floor and await check.grounded():
@@ -250,7 +262,7 @@ async def slots_stated(check: Recheck) -> str | None:
 
 async def entails_edit(check: Recheck) -> str | None:
     policy, entailed = check.gate.policy, check.entailed()
-    if check.gate.nli is None or entailed is None or entailed >= policy.min_entailment:
+    if check.gate.nli is None or entailed is None or entailed >= policy.min_entailment or check.field_swap:
         return None
     floor = policy.grounded_entailment if await check.grounded() else policy.min_entailment
     if entailed < floor:

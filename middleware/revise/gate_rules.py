@@ -21,6 +21,8 @@ from middleware.evidence.lexical import term_recall, terms
 from middleware.pipeline.lexicon import PRONOUNS
 from middleware.pipeline.names import mentions, normalise_name
 from middleware.pipeline.slots import Slot, analyse, named_subject
+from middleware.pipeline.verifiers.fields import swaps_field
+from middleware.pipeline.verifiers.hours import is_time_of_day
 from middleware.pipeline.editing import EditResult
 from middleware.revise.values import (
     claim_slot,
@@ -58,7 +60,7 @@ GATE_RULES: dict[str, str] = {
     "name_twice": "the edited sentence names no name twice",
     "singular_before_plural": "no 'one' put before a plural noun",
     "about_the_claim": "the evidence sentence, under its passage title, states at least 0.3 of the sentence's "
-    "unchanged content words",
+    "unchanged content words (a record's line: the sentence gives its field the wrong value)",
     "subject_named": "a titled evidence passage names the sentence's subject (where the edit keeps it): a value "
     "from a passage about another thing is not put in",
     "name_stated_elsewhere": "no name (a figure is none) replaced that the evidence passage states itself: the claim may have the "
@@ -68,10 +70,12 @@ GATE_RULES: dict[str, str] = {
     "edit_not_contradicted": "the verifier finds no contradiction between the evidence sentence and the edit",
     "edit_supported": "the verifier's P(attributable) of the edit (the sentence, or the clause the edit changes) "
     "reaches the combiner's edit threshold (its decision threshold for a clean swap the slots verifier finds "
-    "wholly stated)",
+    "wholly stated; a record's own numeric field value put in place of a number no field holds is checked by the "
+    "field, not the model)",
     "slots_stated": "without an NLI model: the evidence sentence states every slot of the edit",
     "entails_edit": "the NLI model's P(entailment) of the edit (the sentence or the clause the edit changes), best "
-    "reading, reaches min_entailment (a clean swap the slots verifier finds wholly stated: grounded_entailment)",
+    "reading, reaches min_entailment (a clean swap the slots verifier finds wholly stated: grounded_entailment; a "
+    "record's field value swap: checked by the field)",
     "context_consistent": "the answer did not already state the value the edit replaces, or the edit does not "
     "contradict what it said",
 }
@@ -133,9 +137,10 @@ ChangeRule = Callable[[Change], str | None]
 
 
 def values_only(change: Change) -> str | None:
+    """A time of day is a value too ("10pm" -> "8pm"): the parser reads no slot in it."""
     old, new, sentence = change.old, change.new, change.sentence
     names = old.strip()[:1].isupper() and new.strip()[:1].isupper() and old.strip() != sentence.strip()[: len(old.strip())]
-    if not change.old_slots() and not names:
+    if not change.old_slots() and not names and not (is_time_of_day(old) and is_time_of_day(new)):
         return f"'{old}' -> '{new}' changes wording, not a number, date or name: flagged, not rewritten"
     return None
 
@@ -291,6 +296,17 @@ class Proposal:
     def title(self) -> str | None:
         return self.passage.title if self.passage is not None else None
 
+    @property
+    def field_swap(self) -> bool:
+        """The revision puts a record's own value in place of one the data states otherwise:
+        a number no field holds, an opening time (``fields.swaps_field``)."""
+        return field_swap(self.result, self.grounding)
+
+
+def field_swap(result: EditResult, grounding: str) -> bool:
+    """``fields.swaps_field`` for a revision and its evidence sentence."""
+    return swaps_field(result.original, [(e.start, e.end, e.replacement) for e in result.edits], grounding)
+
 
 ProposalRule = Callable[[Proposal], str | None]
 
@@ -324,7 +340,9 @@ def under_title(text: str, title: str | None) -> str:
 
 
 def about_the_claim(proposal: Proposal) -> str | None:
-    if speaks_of_the_claim(proposal.result, proposal.grounding, proposal.title):
+    """A record's line is about the sentence where the sentence gives its field the wrong
+    value (``field_swap``): a record shares few words with a sentence about it."""
+    if proposal.field_swap or speaks_of_the_claim(proposal.result, proposal.grounding, proposal.title):
         return None
     return "the evidence sentence is not about what the sentence says: it shares too few of its other words"
 

@@ -10,6 +10,7 @@ import re
 from middleware.pipeline.lexicon import NAME_WORD
 from middleware.pipeline.names import FIRM_SUFFIXES, names_match
 from middleware.pipeline.slots import Slot, analyse, slots_agree
+from middleware.pipeline.verifiers.fields import swaps_field
 from middleware.types import Edit
 
 _NAME_LINKS = frozenset({"the", "of", "de", "von", "van", "da", "del", "la", "le", "du"})
@@ -149,7 +150,11 @@ def value_problem(old: str, sentence: str, new: str, evidence: str) -> str | Non
     Prejudice in 1813'), when every shared name sits nearest another value it is not;
     otherwise verbs decide (``role_mismatch``: 'FIDE, was founded in Paris on 20 July 1924,
     and it took control of the championship in 1948' gives 'took control' 1948, though
-    'FIDE' sits nearer 1924)."""
+    'FIDE' sits nearer 1924). In a record's line the field decides: the record's own value of
+    the field whose noun the claim gives ``old`` (``fields.swaps_field``) is the value."""
+    at = sentence.find(old)
+    if at >= 0 and swaps_field(sentence, [(at, at + len(old), new)], evidence):
+        return None
     anchored = _anchored_value(old, sentence, new, evidence)
     if anchored == "beside":
         return None

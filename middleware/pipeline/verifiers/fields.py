@@ -10,6 +10,12 @@ yes/no field is a fact stated plainly, so it is read here instead:
 - ``field_polarity``: the claim names a yes/no field (every word of its label, written
   together or apart: "take out" / "takeout") and says the opposite: affirms a field that is
   ``no``, or negates ("no", "not", "without", ...) one that is ``yes``.
+- ``field_value``: the claim gives a number to a numeric field's noun ("4.5 stars", "a
+  4.5-star rating", "rated 4.5 out of 5") and no field of that noun holds it (nor their mean,
+  for "an average of ..."): "business stars: 4.0" against "an average rating of 4.5 stars".
+  The record's own field (its label has no other specific word: "business stars", not
+  "review stars") is the replacement, unless the claim speaks of one review ("a reviewer
+  gave it four stars"): then the finding has none and is flagged, not rewritten.
 
 A finding is a located contradiction (``Mismatch`` of kind ``negation``), reported with the
 field as the evidence sentence. It stands whatever the combiner says (the combiner reads the
@@ -27,13 +33,17 @@ from rapidfuzz import fuzz
 from spacy.tokens import Token
 
 from middleware.pipeline.lexicon import NEGATORS
+from middleware.pipeline.quantities import parse_number
 from middleware.pipeline.slots import analyse
 from middleware.pipeline.verifiers.base import Mismatch
+from middleware.pipeline.verifiers.hours import swaps_hours
 from middleware.types import Passage
 
 FIELD_RULES = {
     "field_polarity": "a yes/no field of the evidence's structured data that the claim names and states the "
     "opposite of",
+    "field_value": "a number the claim gives a numeric field of the evidence's structured data (a rating) "
+    "that no such field holds",
 }
 _FIELD = re.compile(r"(?:^|[;—\n]|^- )\s*([A-Za-z][A-Za-z ]{1,60}?):\s*(yes|no)\s*(?=;|$|\n)", re.MULTILINE)
 _PARENT = re.compile(r"^- ([^\n—:;]{1,60}) — ", re.MULTILINE)
@@ -158,3 +168,141 @@ def field_mismatches(claim: str, evidence: Sequence[Passage]) -> list[Mismatch]:
                             evidence_index=field.passage_index, evidence_span=(field.start, field.end),
                             rule="field_polarity"))  # fmt: skip
     return out
+
+
+_NUMERIC_FIELD = re.compile(r"(?:^|[;—]|^- )\s*([A-Za-z][A-Za-z ]{1,60}?):\s*(-?\d+(?:\.\d+)?)\s*(?=;|$|\n)", re.MULTILINE)
+_SYNONYMS = {"stars": ("stars?", "rating", "rated"), "star": ("stars?", "rating", "rated")}
+"""Words a claim gives a field's number with, by the field's noun: a star field's number is
+written "4.5 stars", "a 4.5-star rating", "rated 4.5", "a rating of 4.5"."""
+_VALUE = (r"(?P<value>\d+(?:\.\d+)?(?:\s+and\s+a\s+half)?|(?:one|two|three|four|five|six|seven|eight|nine|ten)"
+          r"(?:\s+and\s+a\s+half)?)")  # fmt: skip
+_APPROXIMATE = re.compile(r"(?:about|around|nearly|almost|over|above|under|below|roughly|approximately|at least|"
+                          r"more than|less than|close to|up to)\s+$", re.IGNORECASE)  # fmt: skip
+_ONE_REVIEW = re.compile(r"\b(?:a|one|another|(?:a\s+)?(?:second|third|fourth|fifth)|single|the\s+(?:latest|last|"
+                         r"first|most recent))\s+(?:\w+\s+)?(?:review|reviewer|customer|patron|visitor|guest|diner)s?\b",
+                         re.IGNORECASE)  # fmt: skip
+_AVERAGE = re.compile(r"\b(?:average|mean)\b", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class NumericField:
+    """One numeric field of a passage: its label, value and the value's offsets."""
+
+    label: str
+    value: float
+    passage_index: int
+    start: int
+    end: int
+
+    @property
+    def noun(self) -> str:
+        return self.label.split()[-1].lower()
+
+    @property
+    def own(self) -> bool:
+        """The record's own field ("business stars"), not a nested one's ("review stars")."""
+        return all(w.lower() in _GENERIC for w in self.label.split()[:-1])
+
+
+def numeric_fields(evidence: Sequence[Passage]) -> list[NumericField]:
+    """Every ``label: <number>`` field of the evidence's structured data."""
+    out = []
+    for index, passage in enumerate(evidence):
+        for match in _NUMERIC_FIELD.finditer(passage.text):
+            out.append(NumericField(match.group(1).strip(), float(match.group(2)), index, match.start(2), match.end(2)))
+    return out
+
+
+def _given_numbers(claim: str, noun: str) -> list[tuple[int, int, float]]:
+    """The numbers the claim gives ``noun`` (and its synonyms): "4.5 stars", "4.5-star",
+    "4.0 out of 5 stars", "rated 4.5", "a rating of 4.5"; approximate ones ("nearly 4.5
+    stars") are left out."""
+    words = "|".join(_SYNONYMS.get(noun, (re.escape(noun),)))
+    patterns = (
+        rf"\b{_VALUE}(?:\s+out\s+of\s+\d+(?:\.\d+)?)?[\s-]+(?:{words})\b",
+        rf"\b(?:{words})(?:\s+(?:rating|score))?(?:\s+(?:of|is|was|at))?\s*:?\s+{_VALUE}\b",
+    )
+    out = {}
+    for pattern in patterns:
+        for match in re.finditer(pattern, claim, re.IGNORECASE):
+            if _APPROXIMATE.search(claim, 0, match.start("value")):
+                continue
+            parsed = parse_number(match.group("value"))
+            if parsed is not None:
+                out[match.start("value")] = (match.start("value"), match.end("value"), parsed[0])
+    return sorted(out.values())
+
+
+@dataclass(frozen=True)
+class GivenNumber:
+    """A number the claim gives a numeric field's noun, and whether a field of that noun holds it."""
+
+    start: int
+    end: int
+    value: float
+    fields: tuple[NumericField, ...]
+    held: bool
+
+
+def given_numbers(claim: str, evidence: Sequence[Passage]) -> list[GivenNumber]:
+    """Each number the claim gives a numeric field's noun ("4.5 stars" where the data has
+    "business stars: 4.0"), held where a field of that noun has it (or, for "an average of
+    ...", the mean of a nested field's values); a number on another scale ("a perfect 10"
+    of a five-star field) is left out."""
+    by_noun: dict[str, list[NumericField]] = {}
+    for field in numeric_fields(evidence):
+        by_noun.setdefault(field.noun, []).append(field)
+    out = []
+    for noun, fields in by_noun.items():
+        values = {f.value for f in fields}
+        if _AVERAGE.search(claim):  # "an average of 4.5-star reviews": the mean of a nested field
+            for label in {f.label for f in fields}:
+                group = [f.value for f in fields if f.label == label]
+                values.add(sum(group) / len(group))
+        for start, end, value in _given_numbers(claim, noun):
+            if value < 2 * max(values):
+                held = any(abs(value - v) < 0.05 for v in values)
+                out.append(GivenNumber(start, end, value, tuple(fields), held))
+    return out
+
+
+def field_value_mismatches(claim: str, evidence: Sequence[Passage]) -> list[Mismatch]:
+    """The numbers the claim gives a numeric field's noun that no field of that noun holds
+    (``field_value``)."""
+    out = []
+    for given in given_numbers(claim, evidence):
+        if given.held:
+            continue
+        own = [f for f in given.fields if f.own]
+        source = own[0] if len(own) == 1 and not _ONE_REVIEW.search(claim) else None
+        stated = evidence[source.passage_index].text[source.start : source.end] if source else None
+        anchor = source or given.fields[0]
+        out.append(Mismatch(kind="number", span=(given.start, given.end), text=claim[given.start : given.end],
+                            replacement=stated, evidence_index=anchor.passage_index,
+                            evidence_span=(anchor.start, anchor.end), rule="field_value"))  # fmt: skip
+    return out
+
+
+def swaps_field_value(original: str, edits: Sequence[tuple[int, int, str]], record: str) -> bool:
+    """Every edit (start, end, replacement; offsets into ``original``) puts a record's own
+    numeric field value (as the record writes it) in place of a number the sentence gives
+    that field's noun and no field of the record holds: the correction ``field_value``
+    proposes, checked against the record line itself."""
+    if not edits or not is_record(record):
+        return False
+    evidence = [Passage(id="record", text=record, provider="context", source="record")]
+    wrong = {(g.start, g.end): g for g in given_numbers(original, evidence) if not g.held}
+    for start, end, replacement in edits:
+        given = wrong.get((start, end))
+        if given is None:
+            return False
+        own = [f for f in given.fields if f.own]
+        if len(own) != 1 or record[own[0].start : own[0].end] != replacement.strip():
+            return False
+    return True
+
+
+def swaps_field(original: str, edits: Sequence[tuple[int, int, str]], record: str) -> bool:
+    """A swap of a record's value the structured data states (``swaps_field_value``), or of
+    an opening time for the one the record's schedule gives those days (``hours``)."""
+    return swaps_field_value(original, edits, record) or swaps_hours(original, edits, record)

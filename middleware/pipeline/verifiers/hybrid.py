@@ -239,10 +239,13 @@ class HybridVerifier:
         )
 
 
-STANDING_RULES = ("field_polarity", "role_exchange")
+STANDING_RULES = ("field_polarity", "field_value", "field_hours", "role_exchange")
 """Slots rules whose contradiction stands whatever the NLI model says: a yes/no field of
 structured evidence the claim states the opposite of (the model reads "Outdoor Seating: no" as
-support for "it has outdoor seating"; ``fields.py``), and two people the claim names in each
+support for "it has outdoor seating"; ``fields.py``), a number no numeric field of the data
+holds ("business stars: 4.0" against "a rating of 4.5 stars": the model reads figures loosely),
+opening hours the data's schedule states otherwise (``hours.py``: the model reads a week's hours
+as a bag of times), and two people the claim names in each
 other's roles (the model reads the swapped Apollo crew as support: the same names, the same
 verbs)."""
 

@@ -46,7 +46,14 @@ from middleware.pipeline.slots import (
     slots_agree,
 )
 from middleware.pipeline.verifiers.base import DetailedVerdict, Mismatch, scores_for
-from middleware.pipeline.verifiers.fields import FIELD_RULES, field_mismatches, is_record
+from middleware.pipeline.verifiers.fields import (
+    FIELD_RULES,
+    field_mismatches,
+    field_value_mismatches,
+    given_numbers,
+    is_record,
+)
+from middleware.pipeline.verifiers.hours import HOURS_RULES, hours_held, hours_mismatches
 from middleware.types import Passage, RuleFinding
 
 log = logging.getLogger(__name__)
@@ -111,6 +118,7 @@ RULES: dict[str, str] = {
     "gap_polarity": "support needs the same negation and exclusivity words on both sides",
     "gap_coverage": "support needs most of the claim's content words in the aligned evidence",
     **FIELD_RULES,
+    **HOURS_RULES,
 }
 """The slots verifier's rules by name: each is switched off by ``pipeline.rules.disabled``
 and recorded in a verdict's ``rules`` when it fires. The gaps only block support."""
@@ -159,11 +167,26 @@ class SlotsVerifier:
     def judge(
         self, claim: str, aligned: list[Aligned], evidence: list[Passage] | None = None
     ) -> DetailedVerdict:
-        """Decide from already aligned sentences (best first); a yes/no field of structured
-        evidence the claim states the opposite of decides first (``fields.py``)."""
-        if evidence and self.enabled("field_polarity") and (fields := field_mismatches(claim, evidence)):
-            return self._field_verdict(fields, evidence)
+        """Decide from already aligned sentences (best first); a field of structured evidence
+        that the claim states otherwise decides first (``fields.py``), with the claim's
+        unsupported slots as the sentences leave them (an edit of the field's value must not
+        leave more)."""
+        verdict = self._judge_sentences(claim, aligned, evidence)
+        if evidence and (fields := self._field_findings(claim, evidence)):
+            return self._field_verdict(fields, evidence, verdict.unsupported)
+        return verdict
+
+    def _judge_sentences(
+        self, claim: str, aligned: list[Aligned], evidence: list[Passage] | None
+    ) -> DetailedVerdict:
+        """The claim's slots against the aligned evidence sentences; a number that a numeric
+        field of the evidence's data holds ("4.0 stars", ``fields.given_numbers``) and the
+        times of a range its schedule gives those days (``hours.hours_held``) are supported
+        by the data, whatever the sentences say."""
         analysis = analyse(claim)
+        if evidence:
+            held = [(g.start, g.end) for g in given_numbers(claim, evidence) if g.held] + hours_held(claim, evidence)
+            analysis = analysis.without_slots(held) if held else analysis
         usable = [a for a in aligned if a.score >= self.min_align]
         if not usable:
             return self._verdict(
@@ -241,7 +264,15 @@ class SlotsVerifier:
             mismatches=[m for m, _ in found], unsupported=[(s.start, s.end) for s in unsupported],
         )  # fmt: skip
 
-    def _field_verdict(self, fields: list[Mismatch], evidence: list[Passage]) -> DetailedVerdict:
+    def _field_findings(self, claim: str, evidence: list[Passage]) -> list[Mismatch]:
+        """What the structured data's fields say against the claim (``fields.py``)."""
+        found = field_mismatches(claim, evidence) if self.enabled("field_polarity") else []
+        found += field_value_mismatches(claim, evidence) if self.enabled("field_value") else []
+        return found + (hours_mismatches(claim, evidence) if self.enabled("field_hours") else [])
+
+    def _field_verdict(
+        self, fields: list[Mismatch], evidence: list[Passage], unsupported: list[tuple[int, int]]
+    ) -> DetailedVerdict:
         first = fields[0]
         passage = evidence[first.evidence_index]
         return DetailedVerdict(
@@ -249,7 +280,7 @@ class SlotsVerifier:
             evidence_sentence=first.replacement, span=first.span, backend=self.name,
             reason=f"the data states {first.replacement!r} where the claim says {first.text!r}",
             evidence_index=first.evidence_index, evidence_span=first.evidence_span, mismatches=fields,
-            rules=[RuleFinding(name=m.rule, span=m.span, detail=f"{m.kind}: {m.text!r}") for m in fields],
+            unsupported=unsupported, rules=[RuleFinding(name=m.rule, span=m.span, detail=f"{m.kind}: {m.text!r}") for m in fields],
         )  # fmt: skip
 
     def _supported(

@@ -506,3 +506,26 @@ async def test_the_clause_an_edit_changes_is_read_alone_beside_the_sentence() ->
     revision = await gate.review(_swap_from(claim, "Four", "Three", evidence, "g"), passage)
     assert revision.status == "applied", revision.reason
     assert revision.scores["evidence_entails_edited"] < 0.8 <= revision.scores["evidence_entails_edited_clause"]
+
+
+RECORD_LINE = "name: Finch & Fork; address: 31 W Carrillo St; city: Santa Barbara; business stars: 4.0"
+RATING = "With an average rating of 4.5 stars out of 5, this restaurant has received glowing reviews."
+
+
+def _unsure(premise: str, hypothesis: str) -> list[float]:
+    """A model that reads a record's figures as neither support nor contradiction."""
+    return [0.2, 0.75, 0.05]
+
+
+async def test_a_records_own_field_value_fixes_the_number_no_field_holds() -> None:
+    """RAGTruth train: '4.5 stars' against 'business stars: 4.0' was refused as 'not about the
+    sentence' (a record shares few words with a sentence about it) and by the NLI thresholds,
+    which read a record's figures loosely; the field itself is the check."""
+    nli = NLIVerifier(RulePairScorer(_unsure))
+    gate = EditGate(HybridVerifier(nli, SlotsVerifier()), nli, GatePolicy(min_entailment=0.83, supported_edit=0.9),
+                    SlotsVerifier())  # fmt: skip
+    record = [Passage(id="finch", text=RECORD_LINE, provider="context", source="context[0]")]
+    revision = await gate.review(_swap_from(RATING, "4.5", "4.0", RECORD_LINE, "finch"), record)
+    assert revision.status == "applied", revision.reason
+    wrong = await gate.review(_swap_from(RATING, "4.5", "31", RECORD_LINE, "finch"), record)  # the address's number
+    assert wrong.status == "flagged"

@@ -7,7 +7,7 @@ import pytest
 from middleware.evidence.request_passages import readable
 from middleware.pipeline.alignment import Aligner
 from middleware.pipeline.verifiers import SlotsVerifier, passages_from_texts
-from middleware.pipeline.verifiers.fields import field_mismatches, yes_no_fields
+from middleware.pipeline.verifiers.fields import field_mismatches, field_value_mismatches, swaps_field_value, yes_no_fields
 from tests.support.pipeline_doubles import HashingEmbedder
 
 pytestmark = pytest.mark.usefixtures("warm_spacy")
@@ -81,3 +81,57 @@ async def test_a_value_of_another_field_of_a_record_is_no_contradiction():
     claim = "Kogilicious is a Korean restaurant located in Isla Vista, California, with a rating of 4.0 out of 5 stars."
     verdict = await SlotsVerifier(Aligner(HashingEmbedder())).verify(claim, record)
     assert verdict.label != "contradictory" and "956" not in (verdict.reason or "")
+
+
+RATED = readable(str({
+    "name": "Finch & Fork", "city": "Santa Barbara", "business_stars": 4.0,
+    "review_info": [{"review_stars": 5.0, "review_text": "Great brunch."}, {"review_stars": 1.0, "review_text": "Meh."},
+                    {"review_stars": 5.0, "review_text": "Lovely."}],
+}))  # fmt: skip
+RATED_EVIDENCE = passages_from_texts([RATED])
+
+
+@pytest.mark.parametrize(("claim", "given", "replacement"), [
+    ("With an average rating of 4.5 stars out of 5, it is popular.", "4.5", "4.0"),
+    ("The business has a rating of 4.5 stars.", "4.5", "4.0"),
+    ("It has a 3.5-star rating.", "3.5", "4.0"),
+    ("The restaurant has three and a half stars out of five.", "three and a half", "4.0"),
+    ("A reviewer gave it three stars.", "three", None),  # one review: which one is not known, flagged only
+])  # fmt: skip
+def test_a_number_no_field_holds_is_a_located_contradiction(claim, given, replacement):
+    found = field_value_mismatches(claim, RATED_EVIDENCE)
+    assert [(m.text, m.replacement, m.rule, m.kind) for m in found] == [(given, replacement, "field_value", "number")]
+
+
+@pytest.mark.parametrize("claim", [
+    "It has a 4.0-star rating.",  # the record's own field
+    "Rated 4 out of 5 stars by its customers.",
+    "One reviewer gave it five stars.",  # a nested field holds it
+    "It gets nearly 4.5 stars.",  # approximate
+    "One reviewer gave it a perfect rating of 10.",  # another scale
+    "The reviews average 3.7 stars.",  # the nested field's mean (5, 1, 5)
+    "Its address is 4 State Street.",  # no field's noun
+])  # fmt: skip
+def test_numbers_a_field_holds_or_that_name_no_field_are_left_alone(claim):
+    assert field_value_mismatches(claim, RATED_EVIDENCE) == []
+
+
+async def test_a_number_a_field_holds_is_supported_and_the_rule_switches_off():
+    verifier = SlotsVerifier(Aligner(HashingEmbedder()))
+    verdict = await verifier.verify("The business has a rating of 4.5 stars.", RATED_EVIDENCE)
+    assert verdict.label == "contradictory" and [r.name for r in verdict.rules] == ["field_value"]
+    held = await verifier.verify("The business has a rating of 4.0 stars.", RATED_EVIDENCE)
+    assert "4.0" not in ["The business has a rating of 4.0 stars."[s:e] for s, e in held.unsupported]
+    off = SlotsVerifier(Aligner(HashingEmbedder()), disabled=("field_value",))
+    assert (await off.verify("The business has a rating of 4.5 stars.", RATED_EVIDENCE)).label != "contradictory"
+
+
+def test_a_field_swap_puts_the_records_own_value_in_place_of_a_number_no_field_holds():
+    record = RATED.splitlines()[0].removeprefix("- ")
+    claim = "The business has a rating of 4.5 stars."
+    at = claim.index("4.5")
+    assert swaps_field_value(claim, [(at, at + 3, "4.0")], record)
+    assert not swaps_field_value(claim, [(at, at + 3, "5.0")], record)  # not the record's own value
+    held = "The business has a rating of 4.0 stars."
+    assert not swaps_field_value(held, [(at, at + 3, "4.0")], record)  # nothing wrong to fix
+    assert not swaps_field_value(claim, [(at, at + 3, "4.0")], "The tower is 330 metres tall.")  # no record

@@ -1,0 +1,73 @@
+"""Opening hours read as a schedule (``hours.py``: the ``field_hours`` rule)."""
+
+from __future__ import annotations
+
+import pytest
+
+from middleware.evidence.request_passages import readable
+from middleware.pipeline.alignment import Aligner
+from middleware.pipeline.verifiers import SlotsVerifier, passages_from_texts
+from middleware.pipeline.verifiers.hours import hours_held, hours_mismatches, is_time_of_day, schedules, swaps_hours
+from tests.support.pipeline_doubles import HashingEmbedder
+
+pytestmark = pytest.mark.usefixtures("warm_spacy")
+
+WEEK = {"Monday": "11:0-20:0", "Tuesday": "11:0-20:0", "Wednesday": "11:0-20:0", "Thursday": "11:0-20:0",
+        "Friday": "11:0-21:0", "Saturday": "11:0-21:0", "Sunday": "12:0-20:0"}  # fmt: skip
+EVIDENCE = passages_from_texts([readable(str({"name": "Blaze Pizza", "hours": WEEK}))])
+WEEKDAYS = passages_from_texts([readable(str({"name": "Cafe", "hours": {
+    d: "7:0-14:0" for d in ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday")}}))])  # fmt: skip
+
+
+def test_the_schedule_is_read_per_day_in_minutes():
+    (schedule,) = schedules(EVIDENCE)
+    assert schedule.on("monday") == (11 * 60, 20 * 60) and schedule.on("sunday") == (12 * 60, 20 * 60)
+
+
+@pytest.mark.parametrize(("claim", "wrong", "replacement"), [
+    ("The hours of operation are from 11am to 10pm, Monday through Sunday.", "11am to 10pm", None),
+    ("It is open Monday to Thursday from 11 am to 9 pm.", "9 pm", "8 pm"),
+    ("On Sundays, they open from 11:00 AM to 8:00 PM.", "11:00 AM", "12:00 PM"),
+    ("The restaurant is open seven days a week from 7am to 2pm.", "seven days a week", None),  # five days listed
+])  # fmt: skip
+def test_hours_the_schedule_states_otherwise_are_a_located_contradiction(claim, wrong, replacement):
+    evidence = WEEKDAYS if "seven days" in claim else EVIDENCE
+    found = hours_mismatches(claim, evidence)
+    assert (wrong, replacement) in [(m.text, m.replacement) for m in found]
+    assert {m.rule for m in found} == {"field_hours"}
+
+
+@pytest.mark.parametrize("claim", [
+    "It is open Monday to Thursday from 11 am to 8 pm.",
+    "Blaze Pizza operates from 11:00 am to 8:00 pm Monday through Thursday, until 9 pm on Fridays and Saturdays.",
+    "It opens from 11 am to 9 pm on Friday and Saturday, and from 12 pm to 8 pm on Sunday.",
+    "Customers love the daily specials.",  # no opening hours said
+    "The business hours are 11 am to 8 pm on Monday, with later hours on weekends.",
+])  # fmt: skip
+def test_hours_the_schedule_gives_or_that_say_no_hours_are_left_alone(claim):
+    assert hours_mismatches(claim, EVIDENCE) == []
+
+
+def test_only_the_half_of_the_day_differing_is_flagged_not_rewritten():
+    """'2:00 PM' against a closing at 2:00 (RAGTruth): the data may be on a 12-hour clock."""
+    late = passages_from_texts([readable(str({"name": "Bar", "hours": {d: "8:0-2:0" for d in WEEK}}))])
+    (found,) = hours_mismatches("They are open every day from 8:00 AM to 2:00 PM.", late)
+    assert found.replacement is None
+
+
+def test_a_range_the_schedule_gives_is_held_and_a_swap_to_its_time_is_checked_against_it():
+    claim = "It is open Monday to Thursday from 11 am to 9 pm."
+    assert hours_held(claim.replace("9 pm", "8 pm"), EVIDENCE) and not hours_held(claim, EVIDENCE)
+    line = EVIDENCE[0].text.splitlines()[1]
+    at = claim.index("9 pm")
+    assert swaps_hours(claim, [(at, at + 4, "8 pm")], line)
+    assert not swaps_hours(claim, [(at, at + 4, "10 pm")], line)
+    assert is_time_of_day("10pm") and is_time_of_day("11:00 AM") and not is_time_of_day("10 stars")
+
+
+async def test_the_slots_verifier_reports_the_hours_and_the_rule_switches_off():
+    claim = "It is open Monday to Thursday from 11 am to 9 pm."
+    verdict = await SlotsVerifier(Aligner(HashingEmbedder())).verify(claim, EVIDENCE)
+    assert verdict.label == "contradictory" and [r.name for r in verdict.rules] == ["field_hours"]
+    off = SlotsVerifier(Aligner(HashingEmbedder()), disabled=("field_hours",))
+    assert (await off.verify(claim, EVIDENCE)).label != "contradictory"
