@@ -296,10 +296,20 @@ def stated(value: str, documents: str) -> bool:
 
 def value_conflicts(answer: Answer) -> list[tuple[int, int]]:
     """The answer's conflict spans that hold a value of a kind the editor handles (a number,
-    a date, a name): what correct mode can fix by a value swap."""
+    a date, a name, a time of day): what correct mode can fix by a value swap. The values are
+    read in the span's sentence (a fragment parsed alone makes 'casual' a proper noun)."""
     from middleware.pipeline.slots import analyse
+    from middleware.pipeline.verifiers.hours import times_of_day
 
-    return [(s, e) for s, e, kind in answer.spans if kind == "conflict" and analyse(answer.text[s:e]).slots]
+    out = []
+    for s, e, kind in answer.spans:
+        if kind != "conflict":
+            continue
+        start, end = next(((a, b) for a, b in answer.units if a <= s < b), (s, e))
+        inside = [x for x in analyse(answer.text[start:end]).slots if s <= start + x.start and start + x.end <= e]
+        if inside or times_of_day(answer.text[s:e]):
+            out.append((s, e))
+    return out
 
 
 def change_figures(answers: Sequence[Answer], made: Sequence[Mapping[str, Any]]) -> dict[str, Any]:

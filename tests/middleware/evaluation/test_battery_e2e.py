@@ -129,3 +129,15 @@ def test_a_ragtruth_change_is_judged_against_the_spans_and_the_documents(tmp_pat
     assert (result["value_conflicts"], result["value_conflicts_fixed"]) == (1, 100.0)
     unfixed = score([Streamed(answer, "correct", reports=[_report(21, 35, "contradictory", applied, [wrong])])])
     assert (unfixed["value_conflicts"], unfixed["value_conflicts_fixed"]) == (1, 0.0)
+
+
+def test_a_time_is_a_value_conflict_and_a_time_written_differently_is_stated() -> None:
+    from middleware.evaluation.battery_e2e import stated, value_conflicts
+
+    text = "The ambiance is casual. It is open from 11 am to 7 pm."
+    spans = [(16, 22, "conflict"), (40, 53, "conflict")]
+    answer = Answer("a", "ragtruth", "q", text, [(0, 23), (24, 54)], ["contradictory"] * 2, [], spans=spans)
+    # 'casual' parsed alone is a proper noun; in its sentence it is no name
+    assert value_conflicts(answer) == [(40, 53)]
+    assert stated("5 pm", "monday: 11:00-17:00 (11:00 am to 5:00 pm)") and stated("4.0", "stars: 4.0")
+    assert not stated("6 pm", "monday: 11:00-17:00 (11:00 am to 5:00 pm)")
