@@ -15,7 +15,8 @@ yes/no field is a fact stated plainly, so it is read here instead:
   for "an average of ..."): "business stars: 4.0" against "an average rating of 4.5 stars".
   The record's own field (its label has no other specific word: "business stars", not
   "review stars") is the replacement, unless the claim speaks of one review ("a reviewer
-  gave it four stars"): then the finding has none and is flagged, not rewritten.
+  gave it four stars") or of the nested field ("an average of 4.5-star reviews"): then the
+  finding has none and is flagged, not rewritten.
 
 A finding is a located contradiction (``Mismatch`` of kind ``negation``), reported with the
 field as the evidence sentence. It stands whatever the combiner says (the combiner reads the
@@ -266,6 +267,14 @@ def given_numbers(claim: str, evidence: Sequence[Passage]) -> list[GivenNumber]:
     return out
 
 
+def _of_nested(claim: str, given: GivenNumber) -> bool:
+    """The number is given to a nested field ("an average of 4.5-star reviews": the reviews'
+    stars, not the record's): a word of a nested field's label follows it (within three words)."""
+    after = re.findall(r"[A-Za-z]+", claim[given.end :])[:3]
+    nested = {w.lower() for f in given.fields if not f.own for w in f.label.split()[:-1] if w.lower() not in _GENERIC}
+    return any(word.lower().startswith(n) for word in after for n in nested)
+
+
 def field_value_mismatches(claim: str, evidence: Sequence[Passage]) -> list[Mismatch]:
     """The numbers the claim gives a numeric field's noun that no field of that noun holds
     (``field_value``)."""
@@ -274,7 +283,7 @@ def field_value_mismatches(claim: str, evidence: Sequence[Passage]) -> list[Mism
         if given.held:
             continue
         own = [f for f in given.fields if f.own]
-        source = own[0] if len(own) == 1 and not _ONE_REVIEW.search(claim) else None
+        source = own[0] if len(own) == 1 and not _ONE_REVIEW.search(claim) and not _of_nested(claim, given) else None
         stated = evidence[source.passage_index].text[source.start : source.end] if source else None
         anchor = source or given.fields[0]
         out.append(Mismatch(kind="number", span=(given.start, given.end), text=claim[given.start : given.end],

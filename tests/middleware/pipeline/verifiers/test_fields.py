@@ -135,3 +135,11 @@ def test_a_field_swap_puts_the_records_own_value_in_place_of_a_number_no_field_h
     held = "The business has a rating of 4.0 stars."
     assert not swaps_field_value(held, [(at, at + 3, "4.0")], record)  # nothing wrong to fix
     assert not swaps_field_value(claim, [(at, at + 3, "4.0")], "The tower is 330 metres tall.")  # no record
+
+
+def test_a_number_given_to_the_nested_field_is_flagged_not_replaced_by_the_records_own():
+    """RAGTruth train, correct mode: 'an average of 4.5-star reviews' (reviews 5, 1, 5) became
+    'an average of 4.0-star reviews', the business's own rating: a wrong edit."""
+    (found,) = field_value_mismatches("With a rating of 4.0 stars and an average of 4.5-star reviews, it is loved.",
+                                      RATED_EVIDENCE)  # fmt: skip
+    assert (found.text, found.replacement) == ("4.5", None)
