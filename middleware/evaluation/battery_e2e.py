@@ -426,7 +426,7 @@ def server_env(overrides: Mapping[str, str] | None = None, serve_from: Path | No
     no request limits; then ``overrides`` (an ablation's settings)."""
     env = os.environ | {
         "FACTCHECK_SERVER__MAX_CONTEXT_CHARS": str(10**6), "FACTCHECK_SERVER__RATE_LIMIT_PER_MINUTE": "0",
-        "FACTCHECK_CHECK__SENTENCE_BUDGET_S": "30", "FACTCHECK_CHECK__SHED_OVERLOAD": "false",
+        "FACTCHECK_CHECK__SENTENCE_BUDGET_S": "120", "FACTCHECK_CHECK__SHED_OVERLOAD": "false",
         # one process, the checks in it: the figures do not depend on how many CPUs size the defaults
         "FACTCHECK_SERVER__WORKERS": "1", "FACTCHECK_CHECK__WORKERS": "0",
     }  # fmt: skip
