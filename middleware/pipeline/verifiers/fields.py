@@ -37,7 +37,7 @@ from middleware.pipeline.lexicon import NEGATORS
 from middleware.pipeline.quantities import parse_number
 from middleware.pipeline.slots import analyse
 from middleware.pipeline.verifiers.base import Mismatch
-from middleware.pipeline.verifiers.hours import swaps_hours
+from middleware.pipeline.verifiers.hours import is_part_of, swaps_hours
 from middleware.types import Passage
 
 FIELD_RULES = {
@@ -301,12 +301,12 @@ def swaps_field_value(original: str, edits: Sequence[tuple[int, int, str]], reco
         return False
     evidence = [Passage(id="record", text=record, provider="context", source="record")]
     wrong = {(g.start, g.end): g for g in given_numbers(original, evidence) if not g.held}
-    for start, end, replacement in edits:
-        given = wrong.get((start, end))
-        if given is None:
+    for edit in edits:
+        given = next((g for (start, end), g in wrong.items() if start <= edit[0] <= edit[1] <= end), None)
+        own = [f for f in given.fields if f.own] if given is not None else []
+        if given is None or len(own) != 1:
             return False
-        own = [f for f in given.fields if f.own]
-        if len(own) != 1 or record[own[0].start : own[0].end] != replacement.strip():
+        if not is_part_of(original, edit, (given.start, given.end), record[own[0].start : own[0].end]):
             return False
     return True
 

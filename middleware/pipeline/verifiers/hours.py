@@ -324,5 +324,14 @@ def swaps_hours(original: str, edits: Sequence[tuple[int, int, str]], schedule_l
     """Every edit (start, end, replacement; offsets into ``original``) is the time
     ``field_hours`` finds wrong, replaced by the schedule's own (its ``replacement``)."""
     evidence = [Passage(id="schedule", text=schedule_line, provider="context", source="schedule")]
-    proposed = {(m.span, m.replacement) for m in hours_mismatches(original, evidence) if m.replacement is not None}
-    return bool(edits) and all(((start, end), replacement) in proposed for start, end, replacement in edits)
+    proposed = [(m.span, m.replacement) for m in hours_mismatches(original, evidence) if m.replacement is not None]
+    return bool(edits) and all(any(is_part_of(original, edit, span, new) for span, new in proposed) for edit in edits)
+
+
+def is_part_of(original: str, edit: tuple[int, int, str], span: tuple[int, int], replacement: str) -> bool:
+    """``edit`` (start, end, new text) is the swap of ``original[span]`` for ``replacement``,
+    or the part of it where the two differ ('11' -> '9' of '11:00 PM' -> '9:00 PM')."""
+    start, end, new = edit
+    if not span[0] <= start <= end <= span[1]:
+        return False
+    return original[span[0] : start] + new + original[end : span[1]] == replacement

@@ -132,6 +132,7 @@ def test_a_field_swap_puts_the_records_own_value_in_place_of_a_number_no_field_h
     at = claim.index("4.5")
     assert swaps_field_value(claim, [(at, at + 3, "4.0")], record)
     assert not swaps_field_value(claim, [(at, at + 3, "5.0")], record)  # not the record's own value
+    assert swaps_field_value(claim, [(at + 2, at + 3, "0")], record)  # the editor's minimal form: '5' -> '0'
     held = "The business has a rating of 4.0 stars."
     assert not swaps_field_value(held, [(at, at + 3, "4.0")], record)  # nothing wrong to fix
     assert not swaps_field_value(claim, [(at, at + 3, "4.0")], "The tower is 330 metres tall.")  # no record

@@ -62,6 +62,8 @@ def test_a_range_the_schedule_gives_is_held_and_a_swap_to_its_time_is_checked_ag
     at = claim.index("9 pm")
     assert swaps_hours(claim, [(at, at + 4, "8 pm")], line)
     assert not swaps_hours(claim, [(at, at + 4, "10 pm")], line)
+    # the editor's minimal form of the same swap ('9' -> '8' of '9 pm' -> '8 pm')
+    assert swaps_hours(claim, [(at, at + 1, "8")], line) and not swaps_hours(claim, [(at, at + 1, "7")], line)
     assert is_time_of_day("10pm") and is_time_of_day("11:00 AM") and not is_time_of_day("10 stars")
 
 
