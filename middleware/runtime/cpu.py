@@ -15,7 +15,7 @@ Where it is needed is asked of onnxruntime itself (``int8_kernel_saturates``: on
 that overflows int16), not read from ``/proc/cpuinfo``: onnxruntime picks its kernel from the
 CPUID instruction, which an emulator answers for the CPU it emulates while ``/proc/cpuinfo``
 stays the host's (``qemu-x86_64 -cpu Haswell`` on a VNNI host: the flags said VNNI, the kernel
-saturated, the verifier's probabilities moved by up to 0.12), and which Windows and macOS answer
+saturated, the verifier's probabilities moved by up to 0.24), and which Windows and macOS answer
 without any ``/proc/cpuinfo``. The flags are printed beside the answer (``describe``).
 """
 
