@@ -135,11 +135,12 @@ def differences(first: dict[str, Any], second: dict[str, Any]) -> dict[str, Any]
     if not common:
         raise SystemExit("the two files share no pair: were they made from the same --pairs?")
     pa, pb = np.array([a[k]["probs"] for k in common]), np.array([b[k]["probs"] for k in common])
+    labels = first["verifier"]["labels"]
     gaps = np.abs(pa - pb).max(axis=1)
     worst = common[int(gaps.argmax())]
     out: dict[str, Any] = {
         "pairs": len(common),
-        **{name: round(value, 5) for name, value in parity(pb, pa, first["verifier"]["labels"], *first["verifier"]["thresholds"]).items()},
+        **{name: round(value, 5) for name, value in parity(pb, pa, labels, *first["verifier"]["thresholds"]).items()},
         "mean_abs_diff": round(float(gaps.mean()), 5),
         "pairs_over_0.01": int((gaps > 0.01).sum()),
         "argmax_flips": int((pa.argmax(1) != pb.argmax(1)).sum()),
