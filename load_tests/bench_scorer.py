@@ -36,6 +36,7 @@ from prometheus_client import REGISTRY
 from middleware.runtime import clear_models, load_pair_scorer
 from middleware.runtime.scorer import OnnxPairScorer
 from middleware.settings import RuntimeSettings, load_settings
+from onnx_models.manifest import Decision
 
 
 def demo_pairs(n: int, seed: int = 0) -> list[tuple[str, str]]:
@@ -96,11 +97,17 @@ async def batched_rate(
     return len(pairs) / wall, {"mean_batch": items / max(runs, 1.0), "inference_share": busy / wall}
 
 
-def parity(probs: np.ndarray, reference: np.ndarray, scorer: OnnxPairScorer) -> dict[str, float]:
-    decision = scorer.manifest.decision
-    entail = decision.entailment if decision else 0.5
-    contra = decision.contradiction if decision else 0.5
-    labels = scorer.labels
+def thresholds(decision: Decision | None) -> tuple[float, float]:
+    """The calibrated P(entailment) and P(contradiction) thresholds (0.5 each without a decision)."""
+    return (decision.entailment, decision.contradiction) if decision else (0.5, 0.5)
+
+
+def parity(
+    probs: np.ndarray, reference: np.ndarray, labels: list[str], entail: float = 0.5, contra: float = 0.5
+) -> dict[str, float]:
+    """How far ``probs`` are from ``reference`` (rows of NLI probabilities in ``labels`` order):
+    largest probability and centred-logit differences, and the shares of rows with the same argmax
+    and the same decisions at the ``entail`` and ``contra`` thresholds."""
     e, c = labels.index("entailment"), labels.index("contradiction")
     return {
         "max_abs_diff": float(np.abs(probs - reference).max()),
@@ -142,7 +149,7 @@ def measure(
     for key in ("mean_batch", "inference_share"):
         row[key] = statistics.median(shape[key] for shape in shapes)
     if reference is not None:
-        row.update(parity(probs, reference, scorer))
+        row.update(parity(probs, reference, scorer.labels, *thresholds(scorer.manifest.decision)))
     clear_models()
     return row
 

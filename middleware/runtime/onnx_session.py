@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 import onnxruntime as ort
 
-from middleware.runtime.cpu import exact_int8_switch_needed
+from middleware.runtime.cpu import EXACT_INT8_PRODUCTS, exact_int8_switch_needed
 from middleware.runtime.precision import Device, GraphChoice, Int8OnCuda, choose_graph
 from middleware.settings import RuntimeSettings
 from middleware.telemetry import disable_onnxruntime_events
@@ -82,13 +82,10 @@ def _preload_cuda_libraries() -> None:
         log.info("onnxruntime.preload_dlls found no CUDA pip packages (%s)", exc)
 
 
-EXACT_INT8_PRODUCTS = ("session.x64quantprecision", "1")
-"""onnxruntime's switch for exact uint8 x int8 products on x86 CPUs without VNNI, set where
-``middleware.runtime.cpu`` says it is needed: the same int8 graph then gives every x86 CPU the
-same logits (issue 47)."""
-
-
 def session_options(settings: RuntimeSettings) -> ort.SessionOptions:
+    """Options for every session; with onnxruntime's exact int8 products where this CPU's default
+    int8 kernel saturates (``middleware.runtime.cpu``): the same int8 graph then gives every x86
+    CPU the same logits (issue 47)."""
     options = ort.SessionOptions()
     if exact_int8_switch_needed():
         options.add_session_config_entry(*EXACT_INT8_PRODUCTS)

@@ -1,21 +1,73 @@
-"""Which CPUs need onnxruntime's exact int8 products switch (issue 47), read from /proc/cpuinfo."""
+"""Whether onnxruntime's int8 kernel on this CPU needs its exact-products switch (issue 47): asked
+of the kernel itself, with /proc/cpuinfo's flags printed beside the answer."""
 
 from __future__ import annotations
 
+import platform
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
 from pathlib import Path
 
-from middleware.runtime.cpu import cpuinfo_field, describe, int8_flags, needs_exact_int8_switch
+import pytest
 
-AVX2_ONLY = frozenset({"sse4_2", "avx", "avx2", "fma"})  # an AMD EPYC of the Zen 2/3 kind
+import middleware.runtime.cpu as cpu
+from middleware.runtime.cpu import EXACT_PROBE, cpuinfo_field, describe, int8_flags, probe_graph, probe_sum
+from tests.support.saturating_kernel import saturating
+
+ROOT = Path(__file__).resolve().parents[3]
+SATURATED_PROBE = 32 * 32_767  # each two neighbouring products clipped to int16, as an AVX2 kernel adds them
 
 
-def test_x86_without_vnni_or_amx_needs_the_switch() -> None:
-    assert needs_exact_int8_switch("x86_64", AVX2_ONLY)
-    assert needs_exact_int8_switch("x86_64", AVX2_ONLY | {"avx512f", "avx512bw"})  # AVX-512 without VNNI saturates too
-    assert needs_exact_int8_switch("AMD64", None)  # flags unknown: exact first
-    for exact in ("avx512_vnni", "avx_vnni", "amx_int8"):
-        assert not needs_exact_int8_switch("x86_64", AVX2_ONLY | {exact})
-    assert not needs_exact_int8_switch("aarch64", None)
+@pytest.fixture
+def fresh_answer() -> Iterator[None]:
+    cpu.exact_int8_switch_needed.cache_clear()
+    yield
+    cpu.exact_int8_switch_needed.cache_clear()
+
+
+def test_the_probe_tells_a_saturating_kernel_from_an_exact_one() -> None:
+    """The probe's product overflows int16 pairs: a kernel that clips them (the AVX2 kernel's test
+    double) misses the exact sum, and the exact-products switch gets it on this CPU."""
+    assert probe_sum(saturating(probe_graph()), exact_switch=False) == SATURATED_PROBE
+    assert probe_sum(probe_graph(), exact_switch=True) == EXACT_PROBE
+
+
+@pytest.mark.parametrize(("machine", "saturates", "needed"), [
+    ("x86_64", True, True), ("x86_64", False, False), ("AMD64", True, True), ("aarch64", True, False),
+])
+def test_the_switch_follows_the_kernel_on_x86(
+    machine: str, saturates: bool, needed: bool, fresh_answer: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(cpu.platform, "machine", lambda: machine)
+    monkeypatch.setattr(cpu, "int8_kernel_saturates", lambda: saturates)
+    assert cpu.exact_int8_switch_needed() is needed
+
+
+EMULATED_AVX2 = """
+import numpy as np, onnxruntime as ort
+from middleware.runtime.cpu import EXACT_PROBE, exact_int8_switch_needed, probe_graph
+from middleware.runtime.onnx_session import session_options
+from middleware.settings import RuntimeSettings
+session = ort.InferenceSession(probe_graph().SerializeToString(), session_options(RuntimeSettings(provider="cpu")),
+                               providers=["CPUExecutionProvider"])
+total = int(session.run(None, {"a": np.full((1, 64), 255, np.uint8)})[0][0, 0])
+print(exact_int8_switch_needed(), total == EXACT_PROBE)
+"""
+
+
+@pytest.mark.skipif(shutil.which("qemu-x86_64") is None or platform.machine().lower() not in ("x86_64", "amd64"),
+                    reason="needs qemu-user (apt-get install qemu-user) on an x86 host")
+@pytest.mark.timeout(600)
+def test_an_emulated_avx2_cpu_gets_exact_products() -> None:
+    """Under ``qemu-x86_64 -cpu Haswell-v4`` (AVX2, no AVX-512 or VNNI; /proc/cpuinfo stays the
+    host's) the runtime's sessions compute the probe exactly. Failed before the switch was
+    chosen by the kernel: on a VNNI host the host's flags left it off and the kernel saturated."""
+    done = subprocess.run(["qemu-x86_64", "-cpu", "Haswell-v4", sys.executable, "-c", EMULATED_AVX2], cwd=ROOT,
+                          capture_output=True, text=True, timeout=540, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["True", "True"], done.stdout
 
 
 def test_flags_and_model_read_from_cpuinfo(tmp_path: Path) -> None:

@@ -112,7 +112,7 @@ def test_int8_keeps_the_argmax(exports: dict[str, Path]) -> None:
 def test_a_cpu_without_vnni_gets_exact_int8_products(
     needed: bool, exports: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Where ``middleware.runtime.cpu`` says the CPU lacks VNNI, the sessions ask onnxruntime for
+    """Where ``middleware.runtime.cpu`` finds the int8 kernel saturating (no VNNI), the sessions ask onnxruntime for
     exact products: it moves the int8 weights to uint8 at load (the kernels that cannot
     saturate), and the logits stay those of the exact int8 kernels (this CPU's own, with the
     switch where it needs it). Elsewhere the weights stay int8, on the fast kernels."""
