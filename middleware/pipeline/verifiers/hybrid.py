@@ -136,13 +136,8 @@ class HybridVerifier:
     async def _focus(self, claim: str, aligned: list[Aligned]) -> np.ndarray | None:
         """The aligned sentences the slots verifier reads, in passage order, as one premise:
         a sentence copied from a long document is entailed on its own where a window packed
-        with its neighbours blurs it. Where none reaches ``min_align`` (a sentence that
-        gathers what several sentences say: a summary of reviews, of a news story), the
-        best-aligned ``top_k`` that share a term with it, which may entail it together
-        where no window holds them all; None (read as P 0) only where no sentence shares a
-        term (RAGTruth train, docs/verdicts.md)."""
+        with its neighbours blurs it."""
         chosen = [a.sentence for a in aligned if a.score >= self.slots.min_align]
-        chosen = chosen or [a.sentence for a in aligned if a.score > 0]
         if not chosen:
             return None
         budget = max(16, self.nli.max_length - estimate_tokens(claim) - 4)

@@ -157,20 +157,3 @@ async def test_an_exchange_of_roles_stands_where_the_combiner_finds_support() ->
     verdict = await _hybrid(lenient, [0.94, 0.02, 0.04]).verify(claim, evidence)
     assert verdict.label == "contradictory" and "role_exchange" in [r.name for r in verdict.rules]
     assert verdict.mismatches and verdict.mismatches[0].kind == "role"
-
-
-async def test_a_claim_no_sentence_aligns_with_alone_is_read_against_its_best_aligned_sentences_together() -> None:
-    """A summary of reviews: no review sentence holds enough of the claim to reach the slots
-    verifier's ``min_align``; the focus premise gathers the best-aligned ones (it was None, read
-    as P 0, before)."""
-    evidence = passages_from_texts([
-        "The staff was friendly. We loved the strong coffee. Parking is hard.",
-        "Our waiter Jamie was hospitable and the pastries were fresh and warm.",
-    ])  # fmt: skip
-    claim = "Regular customers of this family bakery praise its friendly staff, strong coffee and fresh pastries, and many return each week."
-    scorer = RulePairScorer(lambda p, h: [0.9, 0.05, 0.05] if "coffee" in p and "pastries" in p else [0.1, 0.8, 0.1])
-    hybrid = HybridVerifier(NLIVerifier(scorer), SlotsVerifier(Aligner(HashingEmbedder())))
-    reading = await hybrid.read(claim, evidence)
-    assert all(a.score < hybrid.slots.min_align for a in reading.aligned)
-    assert reading.focus is not None and reading.focus[0] == pytest.approx(0.9)
-    assert "Parking" not in next(p for batch in scorer.batches for p, h in batch if "pastries" in p and "coffee" in p)
