@@ -1,5 +1,6 @@
 """Check-worthiness: which sentences state a checkable fact. Questions, greetings,
-instructions, hedged opinions and meta text are not searched; opinions and value
+instructions, hedged opinions and meta text (about the answer or its sources, a list's
+lead-in line) are not searched; opinions and value
 judgements are marked subjective (the FAVA ``subjective`` type). One spaCy parse, shared
 with the rest of the pipeline through ``slots.analyse``."""
 
@@ -20,6 +21,31 @@ _META = re.compile(
     r"|i (?:don't|do not|cannot|can't) (?:have|browse|access)|my (?:knowledge|training)\b|i apologi[sz]e)",
     re.IGNORECASE,
 )
+_SOURCES = (
+    r"(?:the |these |this |those |both |all )?(?:provided |given |above |available |structured |supplied |retrieved )*"
+    r"(?:passages?|data|context|documents?|article|text|sources?|search results|information)(?: \d+)?"
+)
+_OPENING = (
+    r"^(?:\W*(?:note|passage \d+|document \d+)\s*:\s*)?"
+    r"(?:(?:however|therefore|thus|unfortunately|additionally|also|but|so|overall)\W+)*"
+)
+_ABOUT_SOURCES = re.compile(
+    _OPENING + r"(?:i|we|it)(?: am| is|'m)? (?:(?:still )?(?:unable|not able|not possible|impossible)(?: to)?|cannot"
+    r"|can't|can not|could not|couldn't) (?:answer|provide|determine|give|say|tell|find)\b"
+    r"[^.]*\b(?:question|passages?|data|context|information|documents?|sources?)\b"
+    r"|^unable to answer\b"
+    r"|" + _OPENING + _SOURCES + r" (?:also |only |however |further )?(?:do|does|did)(?:n't| not)(?: \w+ly)? "
+    r"(?:provide|mention|contain|include|specify|state|say|give|discuss|address|describe|explain|indicate|list"
+    r"|cover|detail)\b"
+    r"|" + _OPENING + r"[\w\s'-]{1,60} (?:is|are|was|were) not (?:mentioned|specified|stated|provided|given|listed"
+    r"|included|described|discussed) (?:in|by) " + _SOURCES + r"\W*$",
+    re.IGNORECASE,
+)
+"""What the answer says about its sources rather than the world: "Unable to answer based on
+given passages.", "The passages do not provide specific cutoff values.", "Reservations are
+not mentioned in the data." An NLI model cannot find an absence in the documents; on
+RAGTruth's train answers, 37 of the 39 such sentences the checker flagged were judged fine
+(docs/verdicts.md)."""
 _GREETING = re.compile(
     r"^(?:hi|hello|hey|greetings|thanks|thank you|good (?:morning|afternoon|evening)|you(?:'re| are) welcome"
     r"|glad to help|happy to help|cheers|goodbye|bye|welcome)\b",
@@ -70,7 +96,7 @@ def assess(text: str | Analysis) -> Worthiness:
     stripped = analysis.text.strip().lstrip("-*•>#0123456789.) ").strip()
     words = [t for t in analysis.doc if t.is_alpha]
     for reason, test in (
-        ("meta", lambda: _META.match(stripped)),
+        ("meta", lambda: _META.match(stripped) or _ABOUT_SOURCES.search(stripped) or _is_lead_in(stripped)),
         ("greeting", lambda: _GREETING.match(stripped)),
         ("question", lambda: stripped.rstrip("\"')» ").endswith("?")),
         ("instruction", lambda: _is_instruction(analysis)),
@@ -81,6 +107,12 @@ def assess(text: str | Analysis) -> Worthiness:
         if test():
             return Worthiness(False, reason)
     return Worthiness(True)
+
+
+def _is_lead_in(text: str) -> bool:
+    """A line that announces what follows ("To cook brats, follow these steps:", "Based on
+    the provided data, here is an overview of Sublime:"): the items after it carry the facts."""
+    return text.rstrip().endswith(":")
 
 
 def _is_instruction(analysis: Analysis) -> bool:

@@ -45,6 +45,8 @@ FIELD_RULES = {
     "opposite of",
     "field_value": "a number the claim gives a numeric field of the evidence's structured data (a rating) "
     "that no such field holds",
+    "field_support": "yes/no fields of the evidence's structured data that the claim names and states as the record "
+    "does, where they are all it says (field_support.py)",
 }
 _FIELD = re.compile(r"(?:^|[;—\n]|^- )\s*([A-Za-z][A-Za-z ]{1,60}?):\s*(yes|no)\s*(?=;|$|\n)", re.MULTILINE)
 _PARENT = re.compile(r"^- ([^\n—:;]{1,60}) — ", re.MULTILINE)
@@ -100,7 +102,10 @@ def _named_at(claim: str, label: str) -> tuple[int, int] | None:
     words = [w for w in re.findall(r"[A-Za-z]+", label) if w.lower() not in _GENERIC]
     if not words or len("".join(words)) < 4:
         return None
-    pattern = r"\b" + r"[\s-]*".join(re.escape(w) for w in words) + r"\b"
+    # a label word written in humps is said apart too: "WiFi" ~ "Wi-Fi"
+    humps = [r"[\s-]?".join(re.escape(h) for h in re.findall(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])", w)) or re.escape(w)
+             for w in words]  # fmt: skip
+    pattern = r"\b" + r"[\s-]*".join(humps) + r"\b"
     match = re.search(pattern, claim, re.IGNORECASE)
     return (match.start(), match.end()) if match else None
 

@@ -11,7 +11,8 @@ gloss over.
   (``SlotsVerifier``)
 - a yes/no field of structured evidence that the claim states the opposite of
   (``fields.py``: "Outdoor Seating: no" against "it offers outdoor seating") -> contradictory,
-  with the learned decision too
+  with the learned decision too; yes/no fields it states as the record does, where they are
+  all it says (``field_support.py``) -> attributable instead of extrapolatory
 - NLI contradiction -> contradictory when slots localise it (with the slot span); an
   unlocalised one must be confident (p >= ``nli_only_contradiction``), and never overrides
   slots that found every claim slot in the evidence (the small bundled model contradicted
@@ -45,9 +46,11 @@ from middleware.pipeline.slots import analyse, analyse_async
 from middleware.pipeline.verifiers import features as F
 from middleware.pipeline.verifiers.base import DetailedVerdict, first_given, ordered
 from middleware.pipeline.verifiers.combiner import Combiner
+from middleware.pipeline.verifiers.field_support import supporting_fields
+from middleware.pipeline.verifiers.fields import Field
 from middleware.pipeline.verifiers.nli import NLIAssessment, NLIVerifier, estimate_tokens
 from middleware.pipeline.verifiers.slots_verifier import SlotsVerifier
-from middleware.types import NLI_LABELS, Passage
+from middleware.types import NLI_LABELS, Passage, RuleFinding
 
 _DECISIVE = ("number", "quantity", "date", "role", "entity", "relation")
 
@@ -156,7 +159,12 @@ class HybridVerifier:
             verdict = self._learned(reading, self.combiner)
         else:
             verdict = self.combine(reading.claim, reading.nli, reading.slots)
-        return verdict.model_copy(update={"rules": list(reading.slots.rules)})
+        rules = list(reading.slots.rules)
+        if verdict.label == "extrapolatory" and self.slots.enabled("field_support"):
+            if supported := supporting_fields(reading.claim, reading.evidence):
+                verdict = _field_supported(verdict, supported, reading.evidence)
+                rules.append(RuleFinding(name="field_support", detail=verdict.evidence_sentence))
+        return verdict.model_copy(update={"rules": rules})
 
     def _learned(self, reading: Reading, combiner: Combiner) -> DetailedVerdict:
         p_attr = combiner.p_attributable(reading.features)
@@ -248,6 +256,22 @@ opening hours the data's schedule states otherwise (``hours.py``: the model read
 as a bag of times), and two people the claim names in each
 other's roles (the model reads the swapped Apollo crew as support: the same names, the same
 verbs)."""
+
+
+def _field_supported(verdict: DetailedVerdict, fields: list[Field], evidence: list[Passage]) -> DetailedVerdict:
+    """An extrapolatory verdict turned attributable by the record's yes/no fields the claim
+    states as the record does (``field_support.py``): the NLI model, which reads "Outdoor
+    Seating: no" as support for "it offers outdoor seating", is no judge of them either way."""
+    first = fields[0]
+    stated = "; ".join(evidence[f.passage_index].text[f.start : f.end] for f in fields)
+    scores = dict(verdict.scores)
+    scores["attributable"] = max(scores.values(), default=0.0) + 1e-3
+    return verdict.model_copy(update={
+        "label": "attributable", "scores": ordered(scores), "reason": f"the data states {stated}, as the claim does",
+        "evidence_id": evidence[first.passage_index].id, "evidence_index": first.passage_index,
+        "evidence_span": (first.start, first.end), "evidence_sentence": stated, "span": None, "unsupported": [],
+        "mismatches": [],
+    })  # fmt: skip
 
 
 def _standing(slots: DetailedVerdict) -> bool:
