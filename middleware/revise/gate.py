@@ -66,7 +66,6 @@ from middleware.revise.gate_rules import (
     Proposal,
     Refusal,
     checked_names,
-    field_swap,
     first_refusal,
     form_refusal,
     shares_enough,
@@ -123,12 +122,12 @@ class EditGate:
         if grounding is None:  # nothing to re-verify against, whatever is switched off
             return _flagged(result, Refusal("one_evidence_sentence", "no change names an evidence sentence"))
         passage = _passage_of(result, evidence)
-        refusal = form_refusal(result, grounding, self.disabled) or first_refusal(
-            PROPOSAL_RULES, Proposal(result, grounding, passage), self.disabled
-        )
+        proposal = Proposal(result, grounding, passage)
+        refusal = form_refusal(result, grounding, self.disabled) or first_refusal(PROPOSAL_RULES, proposal, self.disabled)
         if refusal is not None:
             return _flagged(result, refusal, grounding)
         check = await self._recheck(result, grounding, passage, context)
+        check.field_swap = proposal.field_swap
         for name, rule in RECHECK_RULES.items():
             if self.enabled(name) and (reason := await rule(check)) is not None:
                 return _flagged(result, Refusal(name, reason), grounding, check.scores)
@@ -186,6 +185,13 @@ class Recheck:
     clause: tuple[str, str] | None = None  # the clause the edit changes, as written and as edited
     clause_after: Verdict | None = None  # the verifier's verdict on the edited clause
     _grounded_once: bool | None = field(default=None, repr=False)
+    field_swap: bool = False
+    """A record's own value put in place of one the data states otherwise (a number no field
+    holds, an opening time the schedule does not give those days: ``gate_rules.field_swap``,
+    read once by the gate): the edit is checked against the record by the field itself
+    (``fields.swaps_field``), not by the NLI model, which reads a record's figures and times
+    loosely (why ``field_value`` and ``field_hours`` stand against it); ``edit_supported`` and
+    ``entails_edit`` pass it, ``edit_not_contradicted`` still reads it."""
 
     def supported(self) -> float:
         """The verifier's P(attributable) of the edit: of the edited sentence, or of the
@@ -199,17 +205,6 @@ class Recheck:
         if self._grounded_once is None:
             self._grounded_once = await _grounded(self)
         return self._grounded_once
-
-    @property
-    def field_swap(self) -> bool:
-        """A record's own value put in place of one the data states otherwise (a number no
-        field holds, an opening time the schedule does not give those days:
-        ``gate_rules.field_swap``): the edit is checked against the record by the field itself
-        (``fields.swaps_field``), not by the NLI model, which reads a record's figures and
-        times loosely (why ``field_value`` and ``field_hours`` stand against it);
-        ``edit_supported`` and ``entails_edit`` pass it, ``edit_not_contradicted`` still reads it."""
-        grounding = self.result.edits[0].evidence if self.result.edits else None
-        return grounding is not None and field_swap(self.result, grounding)
 
     def entailed(self) -> float | None:
         """The NLI model's P(entailment) of the edit, best reading, sentence or edited clause."""

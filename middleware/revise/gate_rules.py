@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from functools import cached_property
 from typing import TypeVar
 
 from middleware.evidence.lexical import term_recall, terms
@@ -70,8 +71,8 @@ GATE_RULES: dict[str, str] = {
     "edit_not_contradicted": "the verifier finds no contradiction between the evidence sentence and the edit",
     "edit_supported": "the verifier's P(attributable) of the edit (the sentence, or the clause the edit changes) "
     "reaches the combiner's edit threshold (its decision threshold for a clean swap the slots verifier finds "
-    "wholly stated; a record's own numeric field value put in place of a number no field holds is checked by the "
-    "field, not the model)",
+    "wholly stated; a record's own value put in place of one the data states otherwise is checked by the field, "
+    "not the model)",
     "slots_stated": "without an NLI model: the evidence sentence states every slot of the edit",
     "entails_edit": "the NLI model's P(entailment) of the edit (the sentence or the clause the edit changes), best "
     "reading, reaches min_entailment (a clean swap the slots verifier finds wholly stated: grounded_entailment; a "
@@ -296,10 +297,11 @@ class Proposal:
     def title(self) -> str | None:
         return self.passage.title if self.passage is not None else None
 
-    @property
+    @cached_property
     def field_swap(self) -> bool:
         """The revision puts a record's own value in place of one the data states otherwise:
-        a number no field holds, an opening time (``fields.swaps_field``)."""
+        a number no field holds, an opening time (``fields.swaps_field``); read once, the
+        re-verification rules read it too (``gate.Recheck.field_swap``)."""
         return field_swap(self.result, self.grounding)
 
 

@@ -33,7 +33,7 @@ from rapidfuzz import fuzz
 from middleware.evidence.lexical import terms
 from middleware.pipeline.lexicon import NEGATORS
 from middleware.pipeline.slots import analyse
-from middleware.pipeline.verifiers.fields import Field, _named_at, _negated, _parent_named, yes_no_fields
+from middleware.pipeline.verifiers.fields import Field, named_fields
 from middleware.types import Passage
 
 FRAME = frozenset(terms(
@@ -74,17 +74,13 @@ def record_fields(evidence: Sequence[Passage]) -> list[RecordField]:
 
 def supporting_fields(claim: str, evidence: Sequence[Passage]) -> list[Field]:
     """The yes/no fields that support the claim whole (see the module's conditions), or []."""
-    fields = yes_no_fields(evidence)
-    if not fields or analyse(claim).of_kind("number", "date", "quantity"):
+    if analyse(claim).of_kind("number", "date", "quantity"):
         return []
-    agreeing, said = [], set(terms(_HYPHENATED.sub(lambda m: m.group().replace("-", ""), claim)))
-    for field in fields:
-        span = _named_at(claim, field.label)
-        if span is None or not _parent_named(claim, span, field.parent):
-            continue
-        if _negated(claim, span) == field.value:
-            return []  # stated against the record
-        agreeing.append((field, span))
+    named = named_fields(claim, evidence)
+    if any(against for _, _, against in named):
+        return []  # stated against the record
+    agreeing = [(field, span) for field, span, _ in named]
+    said = set(terms(_HYPHENATED.sub(lambda m: m.group().replace("-", ""), claim)))
     if not agreeing or (_negates(claim) and all(f.value for f, _ in agreeing)):
         return []
     cover = set(FRAME)

@@ -36,7 +36,7 @@ from spacy.tokens import Token
 from middleware.pipeline.lexicon import NEGATORS
 from middleware.pipeline.quantities import parse_number
 from middleware.pipeline.slots import analyse
-from middleware.pipeline.verifiers.base import Mismatch
+from middleware.pipeline.verifiers.base import Mismatch, passages_from_texts
 from middleware.pipeline.verifiers.hours import is_part_of, swaps_hours
 from middleware.types import Passage
 
@@ -162,12 +162,23 @@ def _parent_named(claim: str, span: tuple[int, int], parent: str | None) -> bool
     return any(fuzz.ratio(w, s) >= 85 for w in words for s in said)
 
 
-def field_mismatches(claim: str, evidence: Sequence[Passage]) -> list[Mismatch]:
-    """The yes/no fields the claim states the opposite of (``field_polarity``)."""
+def named_fields(claim: str, evidence: Sequence[Passage]) -> list[tuple[Field, tuple[int, int], bool]]:
+    """Each yes/no field the claim names (its parent too, where nested), where, and whether
+    the claim states it against the record (``field_polarity``) or as the record does
+    (``field_support``)."""
     out = []
     for field in yes_no_fields(evidence):
         span = _named_at(claim, field.label)
-        if span is None or not _parent_named(claim, span, field.parent) or _negated(claim, span) != field.value:
+        if span is not None and _parent_named(claim, span, field.parent):
+            out.append((field, span, _negated(claim, span) == field.value))
+    return out
+
+
+def field_mismatches(claim: str, evidence: Sequence[Passage]) -> list[Mismatch]:
+    """The yes/no fields the claim states the opposite of (``field_polarity``)."""
+    out = []
+    for field, span, against in named_fields(claim, evidence):
+        if not against:
             continue
         stated = evidence[field.passage_index].text[field.start : field.end]
         out.append(Mismatch(kind="negation", span=span, text=claim[span[0] : span[1]], replacement=stated,
@@ -280,11 +291,13 @@ def _of_nested(claim: str, given: GivenNumber) -> bool:
     return any(word.lower().startswith(n) for word in after for n in nested)
 
 
-def field_value_mismatches(claim: str, evidence: Sequence[Passage]) -> list[Mismatch]:
+def field_value_mismatches(
+    claim: str, evidence: Sequence[Passage], given: Sequence[GivenNumber] | None = None
+) -> list[Mismatch]:
     """The numbers the claim gives a numeric field's noun that no field of that noun holds
-    (``field_value``)."""
+    (``field_value``); ``given``: the claim's ``given_numbers`` where the caller has read them."""
     out = []
-    for given in given_numbers(claim, evidence):
+    for given in given_numbers(claim, evidence) if given is None else given:
         if given.held:
             continue
         own = [f for f in given.fields if f.own]
@@ -304,8 +317,7 @@ def swaps_field_value(original: str, edits: Sequence[tuple[int, int, str]], reco
     proposes, checked against the record line itself."""
     if not edits or not is_record(record):
         return False
-    evidence = [Passage(id="record", text=record, provider="context", source="record")]
-    wrong = {(g.start, g.end): g for g in given_numbers(original, evidence) if not g.held}
+    wrong = {(g.start, g.end): g for g in given_numbers(original, passages_from_texts([record])) if not g.held}
     for edit in edits:
         given = next((g for (start, end), g in wrong.items() if start <= edit[0] <= edit[1] <= end), None)
         own = [f for f in given.fields if f.own] if given is not None else []

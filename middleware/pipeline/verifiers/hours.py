@@ -32,7 +32,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from middleware.pipeline.verifiers.base import Mismatch
+from middleware.pipeline.verifiers.base import Mismatch, passages_from_texts
 from middleware.types import Passage
 
 HOURS_RULES = {
@@ -237,26 +237,35 @@ def _one_schedule(claim: str, evidence: Sequence[Passage]) -> Schedule | None:
     return found[0] if len(found) == 1 and _OPENING.search(claim) else None
 
 
-def hours_mismatches(claim: str, evidence: Sequence[Passage]) -> list[Mismatch]:
-    """What the claim says of the hours that the data's schedule states otherwise (``field_hours``)."""
+@dataclass(frozen=True)
+class HoursReading:
+    """What the schedule says of the claim's hours: the mismatches (``field_hours``) and the
+    ranges it gives every one of their days (stated by the data)."""
+
+    mismatches: list[Mismatch]
+    held: list[tuple[int, int]]
+
+
+def read_hours(claim: str, evidence: Sequence[Passage]) -> HoursReading:
+    """The claim's hours against the data's one schedule, read once for both the rule and support."""
     schedule = _one_schedule(claim, evidence)
     if schedule is None:
-        return []
+        return HoursReading([], [])
     sets, given = _readings(claim, schedule)
     out = [_mismatch(claim, (d.start, d.end), None, schedule) for d in sets
            if d.every and any(not schedule.lists(day) for day in DAYS)]  # fmt: skip
+    held = []
     for time_range, days in given:
-        out += _range_mismatches(claim, time_range, days, schedule)
-    return _unique(out)
+        found = _range_mismatches(claim, time_range, days, schedule)
+        out += found
+        if not found:
+            held.append((time_range.start, time_range.end))
+    return HoursReading(_unique(out), held)
 
 
-def hours_held(claim: str, evidence: Sequence[Passage]) -> list[tuple[int, int]]:
-    """The claim's time ranges that the schedule gives every one of their days: stated by the data."""
-    schedule = _one_schedule(claim, evidence)
-    if schedule is None:
-        return []
-    _, given = _readings(claim, schedule)
-    return [(r.start, r.end) for r, days in given if not _range_mismatches(claim, r, days, schedule)]
+def hours_mismatches(claim: str, evidence: Sequence[Passage]) -> list[Mismatch]:
+    """What the claim says of the hours that the data's schedule states otherwise (``field_hours``)."""
+    return read_hours(claim, evidence).mismatches
 
 
 def _range_mismatches(claim: str, given: _Range, days: frozenset[str], schedule: Schedule) -> list[Mismatch]:
@@ -323,8 +332,8 @@ def _unique(found: list[Mismatch]) -> list[Mismatch]:
 def swaps_hours(original: str, edits: Sequence[tuple[int, int, str]], schedule_line: str) -> bool:
     """Every edit (start, end, replacement; offsets into ``original``) is the time
     ``field_hours`` finds wrong, replaced by the schedule's own (its ``replacement``)."""
-    evidence = [Passage(id="schedule", text=schedule_line, provider="context", source="schedule")]
-    proposed = [(m.span, m.replacement) for m in hours_mismatches(original, evidence) if m.replacement is not None]
+    proposed = [(m.span, m.replacement) for m in hours_mismatches(original, passages_from_texts([schedule_line]))
+                if m.replacement is not None]  # fmt: skip
     return bool(edits) and all(any(is_part_of(original, edit, span, new) for span, new in proposed) for edit in edits)
 
 

@@ -48,12 +48,13 @@ from middleware.pipeline.slots import (
 from middleware.pipeline.verifiers.base import DetailedVerdict, Mismatch, scores_for
 from middleware.pipeline.verifiers.fields import (
     FIELD_RULES,
+    GivenNumber,
     field_mismatches,
     field_value_mismatches,
     given_numbers,
     is_record,
 )
-from middleware.pipeline.verifiers.hours import HOURS_RULES, hours_held, hours_mismatches
+from middleware.pipeline.verifiers.hours import HOURS_RULES, HoursReading, read_hours
 from middleware.types import Passage, RuleFinding
 
 log = logging.getLogger(__name__)
@@ -171,22 +172,23 @@ class SlotsVerifier:
         that the claim states otherwise decides first (``fields.py``), with the claim's
         unsupported slots as the sentences leave them (an edit of the field's value must not
         leave more)."""
-        verdict = self._judge_sentences(claim, aligned, evidence)
-        if evidence and (fields := self._field_findings(claim, evidence)):
+        if not evidence:
+            return self._judge_sentences(claim, aligned, evidence, [])
+        given, hours = given_numbers(claim, evidence), read_hours(claim, evidence)
+        verdict = self._judge_sentences(claim, aligned, evidence, [(g.start, g.end) for g in given if g.held] + hours.held)
+        if fields := self._field_findings(claim, evidence, given, hours):
             return self._field_verdict(fields, evidence, verdict.unsupported)
         return verdict
 
     def _judge_sentences(
-        self, claim: str, aligned: list[Aligned], evidence: list[Passage] | None
+        self, claim: str, aligned: list[Aligned], evidence: list[Passage] | None, held: list[tuple[int, int]]
     ) -> DetailedVerdict:
-        """The claim's slots against the aligned evidence sentences; a number that a numeric
-        field of the evidence's data holds ("4.0 stars", ``fields.given_numbers``) and the
-        times of a range its schedule gives those days (``hours.hours_held``) are supported
-        by the data, whatever the sentences say."""
+        """The claim's slots against the aligned evidence sentences; ``held``, the numbers
+        that a numeric field of the evidence's data holds ("4.0 stars", ``fields.given_numbers``)
+        and the ranges its schedule gives those days (``hours.read_hours``), are supported by
+        the data, whatever the sentences say."""
         analysis = analyse(claim)
-        if evidence:
-            held = [(g.start, g.end) for g in given_numbers(claim, evidence) if g.held] + hours_held(claim, evidence)
-            analysis = analysis.without_slots(held) if held else analysis
+        analysis = analysis.without_slots(held) if held else analysis
         usable = [a for a in aligned if a.score >= self.min_align]
         if not usable:
             return self._verdict(
@@ -264,11 +266,13 @@ class SlotsVerifier:
             mismatches=[m for m, _ in found], unsupported=[(s.start, s.end) for s in unsupported],
         )  # fmt: skip
 
-    def _field_findings(self, claim: str, evidence: list[Passage]) -> list[Mismatch]:
-        """What the structured data's fields say against the claim (``fields.py``)."""
+    def _field_findings(
+        self, claim: str, evidence: list[Passage], given: list[GivenNumber], hours: HoursReading
+    ) -> list[Mismatch]:
+        """What the structured data's fields say against the claim (``fields.py``, ``hours.py``)."""
         found = field_mismatches(claim, evidence) if self.enabled("field_polarity") else []
-        found += field_value_mismatches(claim, evidence) if self.enabled("field_value") else []
-        return found + (hours_mismatches(claim, evidence) if self.enabled("field_hours") else [])
+        found += field_value_mismatches(claim, evidence, given) if self.enabled("field_value") else []
+        return found + (hours.mismatches if self.enabled("field_hours") else [])
 
     def _field_verdict(
         self, fields: list[Mismatch], evidence: list[Passage], unsupported: list[tuple[int, int]]
@@ -280,7 +284,8 @@ class SlotsVerifier:
             evidence_sentence=first.replacement, span=first.span, backend=self.name,
             reason=f"the data states {first.replacement!r} where the claim says {first.text!r}",
             evidence_index=first.evidence_index, evidence_span=first.evidence_span, mismatches=fields,
-            unsupported=unsupported, rules=[RuleFinding(name=m.rule, span=m.span, detail=f"{m.kind}: {m.text!r}") for m in fields],
+            unsupported=unsupported,
+            rules=[RuleFinding(name=m.rule, span=m.span, detail=f"{m.kind}: {m.text!r}") for m in fields],
         )  # fmt: skip
 
     def _supported(

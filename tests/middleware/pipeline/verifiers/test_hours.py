@@ -7,7 +7,7 @@ import pytest
 from middleware.evidence.request_passages import readable
 from middleware.pipeline.alignment import Aligner
 from middleware.pipeline.verifiers import SlotsVerifier, passages_from_texts
-from middleware.pipeline.verifiers.hours import hours_held, hours_mismatches, is_time_of_day, schedules, swaps_hours
+from middleware.pipeline.verifiers.hours import hours_mismatches, is_time_of_day, read_hours, schedules, swaps_hours
 from tests.support.pipeline_doubles import HashingEmbedder
 
 pytestmark = pytest.mark.usefixtures("warm_spacy")
@@ -57,7 +57,7 @@ def test_only_the_half_of_the_day_differing_is_flagged_not_rewritten():
 
 def test_a_range_the_schedule_gives_is_held_and_a_swap_to_its_time_is_checked_against_it():
     claim = "It is open Monday to Thursday from 11 am to 9 pm."
-    assert hours_held(claim.replace("9 pm", "8 pm"), EVIDENCE) and not hours_held(claim, EVIDENCE)
+    assert read_hours(claim.replace("9 pm", "8 pm"), EVIDENCE).held and not read_hours(claim, EVIDENCE).held
     line = EVIDENCE[0].text.splitlines()[1]
     at = claim.index("9 pm")
     assert swaps_hours(claim, [(at, at + 4, "8 pm")], line)
