@@ -178,17 +178,32 @@ class GuardedRequestHandler(RequestHandler):
 
     def _hand_over(self) -> None:
         """Wake aiohttp's request loop (waiting for a request) when the request that arrived
-        may go to its handler: its body is complete, failed, or buffered as far as
-        ``body_buffer_bytes``, or its client waits for ``100 Continue``."""
+        may go to its handler."""
         waiter = self._waiter
-        if waiter is None or waiter.done() or not self._messages:
-            return
+        if waiter is not None and not waiter.done() and self._messages and self._request_ready():
+            waiter.set_result(None)
+
+    def _request_ready(self) -> bool:
+        """The request that arrived last may go to its handler: its body is complete, failed,
+        or buffered as far as ``body_buffer_bytes``, or its client waits for ``100 Continue``."""
         body = self._body
-        if body is not None and body.total_bytes < self._limits.body_buffer_bytes:
-            message, _ = self._messages[-1]
-            if isinstance(message, _ErrInfo) or message.headers.get(hdrs.EXPECT, "").lower() != "100-continue":
-                return
-        waiter.set_result(None)
+        if body is None or body.total_bytes >= self._limits.body_buffer_bytes:
+            return True
+        message, _ = self._messages[-1]
+        return not isinstance(message, _ErrInfo) and message.headers.get(hdrs.EXPECT, "").lower() == "100-continue"
+
+    async def start(self) -> None:
+        """aiohttp's request loop, once the connection's first request is ready: on uvloop
+        its first read can arrive before this task first runs (a connection that waited in
+        the accept queue has its head there already), and aiohttp's loop would take the
+        request without waiting for its body."""
+        if self._messages and not self._request_ready():
+            self._waiter = self._loop.create_future()
+            try:
+                await self._waiter
+            finally:
+                self._waiter = None
+        await super().start()
 
     def _head_arrived(self, previous_body: StreamReader | None) -> None:
         """A whole head (or a parse error) arrived: the body's deadline starts, or the

@@ -9,6 +9,7 @@ import asyncio
 import contextlib
 import json
 import resource
+import socket
 import time
 from collections.abc import AsyncIterator
 
@@ -288,6 +289,30 @@ async def test_a_handler_starts_once_its_body_has_arrived():
         assert b" 200 " in answer.partition(b"\r\n")[0] and handlers.started == 1
         assert await reader.readexactly(3) == b"100"
         writer.close()
+
+
+async def held_when_sent_before_the_accept() -> int:
+    """Handlers started for 20 requests whose heads and partial bodies were in the kernel
+    before the server accepted their connections."""
+    handlers = Handlers()
+    async with handlers.serving() as port:
+        clients = []
+        for _ in range(20):  # blocking: the server's loop does not run in between
+            client = socket.create_connection(("127.0.0.1", port))
+            client.sendall(echo_head(100) + b"x" * 50)
+            clients.append(client)
+        await settle()
+        for client in clients:
+            client.close()
+    return handlers.started
+
+
+@pytest.mark.parametrize("loop", ["asyncio", "uvloop"])
+def test_a_request_sent_before_its_connection_is_accepted_waits_for_its_body_too(loop):
+    """As behind a flood in the accept queue: on uvloop the first read reaches the connection
+    before aiohttp's request loop first runs (before: all 20 handlers started)."""
+    run = asyncio.run if loop == "asyncio" else pytest.importorskip("uvloop").run
+    assert run(held_when_sent_before_the_accept()) == 0
 
 
 @pytest.mark.parametrize(("buffer", "length", "sent"), [(0, 100, 50), (1024, 10_000, 2000)])
