@@ -265,6 +265,10 @@ class GuardedRequestHandler(RequestHandler):
         self._body = None
         self._pending.served(self)
         super().connection_lost(exc)
+        # A request held for its body never left the queue, and its body refers back to this
+        # handler (a reference cycle per connection: under a reconnect flood, 150,000 objects
+        # that only the cyclic collector freed, in 400 ms pauses).
+        self._messages.clear()
 
     def evict(self) -> None:
         """Closed by the pending cap, at once: its descriptor is what the cap is for (a body

@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import json
 import resource
 import socket
 import time
+import weakref
 from collections.abc import AsyncIterator
 
 import aiohttp
@@ -262,6 +264,7 @@ class Handlers:
         app.router.add_post("/echo", self.echo)
         app.router.add_get("/healthz", self.healthz)
         runner, port = await start_site(app, "127.0.0.1", 0, server=ServerSettings(**server))
+        self.runner = runner
         try:
             yield port
         finally:
@@ -313,6 +316,36 @@ def test_a_request_sent_before_its_connection_is_accepted_waits_for_its_body_too
     before aiohttp's request loop first runs (before: all 20 handlers started)."""
     run = asyncio.run if loop == "asyncio" else pytest.importorskip("uvloop").run
     assert run(held_when_sent_before_the_accept()) == 0
+
+
+@pytest.mark.parametrize("closed_by", ["client", "cap"])
+async def test_a_connection_closed_while_its_request_is_held_is_freed_at_once(closed_by):
+    """Freed by reference counting, not left to the cyclic collector: a held request's body
+    refers back to its connection (before: a cycle per connection, 150,000 objects freed in
+    400 ms collector pauses under a reconnect flood)."""
+    handlers = Handlers()
+    async with handlers.serving(max_idle_connections=1) as port:
+        server = handlers.runner.server
+        assert server is not None
+        gc.disable()
+        try:
+            _, writer = await asyncio.open_connection("127.0.0.1", port)
+            writer.write(echo_head(100) + b"x" * 50)
+            await settle()
+            (connection,) = server.connections
+            held = weakref.ref(connection)
+            del connection
+            if closed_by == "client":
+                writer.close()
+            else:  # a newer connection past the cap of 1
+                _, newer = await asyncio.open_connection("127.0.0.1", port)
+            await settle()
+            assert held() is None
+        finally:
+            gc.enable()
+        if closed_by == "cap":
+            newer.close()
+        writer.close()
 
 
 @pytest.mark.parametrize(("buffer", "length", "sent"), [(0, 100, 50), (1024, 10_000, 2000)])
