@@ -125,6 +125,13 @@ class ServerSettings(BaseModel):
         "arrives; else 408 and the connection is closed. At most an hour: a connection held longer is a descriptor "
         "lost to everyone else"
     )
+    body_buffer_bytes: int = Field(
+        65_536, ge=0, le=262_144, description="a request's handler starts once its body is complete or this many "
+        "bytes of it have arrived (request buffering): a client trickling its body holds a buffer, not a handler "
+        "(under a reconnect flood of slow bodies, the handler was most of what each connection cost). 0: at the "
+        "head. At most 256 KiB, aiohttp's read buffer: it stops reading a body whose unread part passes twice that, "
+        "and a body held for its handler would stall"
+    )
     reserved_descriptors: int = Field(
         256, ge=16, le=65_536, description="file descriptors the cap on waiting connections (max_idle_connections) "
         "leaves free under the process's limit (RLIMIT_NOFILE) for requests being answered: their upstream "

@@ -52,7 +52,7 @@ async def start_site(
         app, handler_cancellation=True, access_log=None, header_timeout_s=server.header_timeout_s,
         keepalive_timeout_s=server.keepalive_timeout_s, max_idle_connections=server.max_idle_connections,
         body_timeout_s=server.body_timeout_s, body_min_rate_bytes_s=server.body_min_rate_bytes_s,
-        reserved_descriptors=server.reserved_descriptors,
+        reserved_descriptors=server.reserved_descriptors, body_buffer_bytes=server.body_buffer_bytes,
     )
     await runner.setup()
     site = AcceptingSite(runner, host, port, reuse_port=reuse_port)
