@@ -44,7 +44,8 @@ GATE_RULES: dict[str, str] = {
     "one_evidence_sentence": "every change names one and the same evidence sentence (off: the first one named "
     "grounds the review; a revision that names none has nothing to be re-verified against and is still refused)",
     "values_only": "a change swaps a number, date or name, not other wording such as a verb or a negation "
-    "(pipeline.edit_wording switches it off too)",
+    "(a record's yes/no field value it states is a value: 'free Wi-Fi' -> 'no Wi-Fi' against 'WiFi: no'; "
+    "pipeline.edit_wording switches it off too)",
     "pronoun_for_name": "no pronoun put in place of a name",
     "words_for_figure": "no words put in place of a figure",
     "same_era": "a value keeps its era (BC / AD, written in it or right after it)",
@@ -65,7 +66,7 @@ GATE_RULES: dict[str, str] = {
     "subject_named": "a titled evidence passage names the sentence's subject (where the edit keeps it): a value "
     "from a passage about another thing is not put in",
     "name_stated_elsewhere": "no name (a figure is none) replaced that the evidence passage states itself: the claim may have the "
-    "wrong verb, not the wrong name",
+    "wrong verb, not the wrong name (a record's field value swap is checked by the field)",
     "contradicts_original": "the evidence sentence contradicts the original (the verifier on that sentence "
     "alone, or every change swaps in a disagreeing value of its type)",
     "edit_not_contradicted": "the verifier finds no contradiction between the evidence sentence and the edit",
@@ -73,7 +74,8 @@ GATE_RULES: dict[str, str] = {
     "reaches the combiner's edit threshold (its decision threshold for a clean swap the slots verifier finds "
     "wholly stated; a record's own value put in place of one the data states otherwise is checked by the field, "
     "not the model)",
-    "slots_stated": "without an NLI model: the evidence sentence states every slot of the edit",
+    "slots_stated": "without an NLI model: the evidence sentence states every slot of the edit (a record's field "
+    "value swap: checked by the field)",
     "entails_edit": "the NLI model's P(entailment) of the edit (the sentence or the clause the edit changes), best "
     "reading, reaches min_entailment (a clean swap the slots verifier finds wholly stated: grounded_entailment; a "
     "record's field value swap: checked by the field)",
@@ -138,12 +140,16 @@ ChangeRule = Callable[[Change], str | None]
 
 
 def values_only(change: Change) -> str | None:
-    """A time of day is a value too ("10pm" -> "8pm"): the parser reads no slot in it."""
+    """A time of day is a value too ("10pm" -> "8pm"): the parser reads no slot in it; so is
+    a record's yes/no field value the record states ("free Wi-Fi" -> "no Wi-Fi" against
+    "WiFi: no", ``fields.swaps_field``)."""
     old, new, sentence = change.old, change.new, change.sentence
     names = old.strip()[:1].isupper() and new.strip()[:1].isupper() and old.strip() != sentence.strip()[: len(old.strip())]
-    if not change.old_slots() and not names and not (is_time_of_day(old) and is_time_of_day(new)):
-        return f"'{old}' -> '{new}' changes wording, not a number, date or name: flagged, not rewritten"
-    return None
+    if change.old_slots() or names or (is_time_of_day(old) and is_time_of_day(new)):
+        return None
+    if swaps_field(sentence, [(change.edit.start, change.edit.end, new)], change.evidence):
+        return None
+    return f"'{old}' -> '{new}' changes wording, not a number, date or name: flagged, not rewritten"
 
 
 def pronoun_for_name(change: Change) -> str | None:
@@ -375,8 +381,10 @@ def name_stated_elsewhere(proposal: Proposal) -> str | None:
     even capitalised at the start of a sentence: 'Four alleged attackers were killed' against
     'against four militants who crossed ... Three of the alleged attackers were killed' was
     refused as if 'Four' named something (RAGTruth train); a count of one event stated for
-    another is the common case, and the re-verification rules judge the fixed figure."""
-    if proposal.passage is None:
+    another is the common case, and the re-verification rules judge the fixed figure. A
+    record's field value swap (``field_swap``) is the field's: the parser read "free" of
+    "free Wi-Fi" as a name that a review of the record also wrote (RAGTruth train)."""
+    if proposal.passage is None or proposal.field_swap:
         return None
     text = f" {normalise_name(proposal.passage.text)} "
     for edit in proposal.result.edits:

@@ -18,6 +18,13 @@ yes/no field is a fact stated plainly, so it is read here instead:
   gave it four stars") or of the nested field ("an average of 4.5-star reviews"): then the
   finding has none and is flagged, not rewritten.
 
+A ``field_polarity`` finding carries a replacement only where the claim gives the field a
+value the record writes, as an adjective of its name: "free Wi-Fi" against "WiFi: no" ->
+"no Wi-Fi" (the record's own word), unless "no" would also deny what the name is listed
+with ("free WiFi, takeout, and outdoor seating") or follow an article ("a free WiFi
+connection"). Otherwise it names the field, which is flagged, not rewritten: no value swap
+says "The restaurant offers outdoor seating" the other way.
+
 A finding is a located contradiction (``Mismatch`` of kind ``negation``), reported with the
 field as the evidence sentence. It stands whatever the combiner says (the combiner reads the
 same NLI model that misreads the field); measured on RAGTruth's data-to-text answers
@@ -175,16 +182,53 @@ def named_fields(claim: str, evidence: Sequence[Passage]) -> list[tuple[Field, t
 
 
 def field_mismatches(claim: str, evidence: Sequence[Passage]) -> list[Mismatch]:
-    """The yes/no fields the claim states the opposite of (``field_polarity``)."""
+    """The yes/no fields the claim states the opposite of (``field_polarity``): the field's
+    name with the field as written, or (``value_swap``) the claim's value of it with the
+    record's ("free Wi-Fi" -> "no Wi-Fi")."""
     out = []
     for field, span, against in named_fields(claim, evidence):
         if not against:
             continue
         stated = evidence[field.passage_index].text[field.start : field.end]
-        out.append(Mismatch(kind="negation", span=span, text=claim[span[0] : span[1]], replacement=stated,
+        swap = value_swap(claim, field, span)
+        span, replacement = swap or (span, stated)
+        out.append(Mismatch(kind="negation", span=span, text=claim[span[0] : span[1]], replacement=replacement,
                             evidence_index=field.passage_index, evidence_span=(field.start, field.end),
                             rule="field_polarity"))  # fmt: skip
     return out
+
+
+_GIVEN_VALUE = re.compile(r"(?<![\w-])(?:free|complimentary)\s+$", re.IGNORECASE)
+"""A value a claim gives a yes/no field as an adjective of its name ("free Wi-Fi")."""
+_ARTICLE = re.compile(r"\b(?:a|an|the|this|that|its|their|our|his|her)\s+$", re.IGNORECASE)
+
+
+def value_swap(claim: str, field: Field, span: tuple[int, int]) -> tuple[tuple[int, int], str] | None:
+    """The record's value in place of the one the claim gives the field it names at ``span``
+    (the claim against a ``no`` field): "free Wi-Fi" -> "no Wi-Fi", as (span, replacement).
+    None where the claim gives no such value, where an article stands before it ("a free
+    WiFi connection" -> "a no ..."), or where the name heads a list ("free WiFi, takeout and
+    outdoor seating": "no" would deny the whole list)."""
+    given = _GIVEN_VALUE.search(claim, 0, span[0])
+    if field.value or given is None or _ARTICLE.search(claim, 0, given.start()):
+        return None
+    doc = analyse(claim).doc
+    named = [t for t in doc if span[0] <= t.idx < span[1]]
+    if not named or any(c.dep_ == "conj" for t in named for c in t.children):
+        return None
+    return (given.start(), span[1]), "no " + claim[span[0] : span[1]]
+
+
+def swaps_field_polarity(original: str, edits: Sequence[tuple[int, int, str]], record: str) -> bool:
+    """Every edit (start, end, replacement; offsets into ``original``) is the record's value
+    put in place of the one the sentence gives a yes/no field the record states otherwise
+    (``value_swap``), checked against the record line itself."""
+    if not edits or not is_record(record):
+        return False
+    evidence = passages_from_texts([record])
+    proposed = [swap for field, span, against in named_fields(original, evidence)
+                if against and (swap := value_swap(original, field, span)) is not None]  # fmt: skip
+    return all(any(is_part_of(original, edit, span, new) for span, new in proposed) for edit in edits)
 
 
 _NUMERIC_FIELD = re.compile(r"(?:^|[;—]|^- )\s*([A-Za-z][A-Za-z ]{1,60}?):\s*(-?\d+(?:\.\d+)?)\s*(?=;|$|\n)", re.MULTILINE)
@@ -329,6 +373,8 @@ def swaps_field_value(original: str, edits: Sequence[tuple[int, int, str]], reco
 
 
 def swaps_field(original: str, edits: Sequence[tuple[int, int, str]], record: str) -> bool:
-    """A swap of a record's value the structured data states (``swaps_field_value``), or of
-    an opening time for the one the record's schedule gives those days (``hours``)."""
-    return swaps_field_value(original, edits, record) or swaps_hours(original, edits, record)
+    """A swap of a record's value the structured data states (``swaps_field_value``, a
+    number; ``swaps_field_polarity``, a yes/no field's "no"), or of an opening time for the
+    one the record's schedule gives those days (``hours``)."""
+    return (swaps_field_value(original, edits, record) or swaps_field_polarity(original, edits, record)
+            or swaps_hours(original, edits, record))  # fmt: skip

@@ -529,3 +529,27 @@ async def test_a_records_own_field_value_fixes_the_number_no_field_holds() -> No
     assert revision.status == "applied", revision.reason
     wrong = await gate.review(_swap_from(RATING, "4.5", "31", RECORD_LINE, "finch"), record)  # the address's number
     assert wrong.status == "flagged"
+
+
+ATTRIBUTES_LINE = "- attributes — Restaurants Reservations: yes; Outdoor Seating: yes; WiFi: no; Restaurants Take Out: yes"
+
+
+async def test_a_records_no_replaces_the_value_a_claim_gives_a_yes_no_field() -> None:
+    """RAGTruth train: 'has free Wi-Fi' against 'WiFi: no' (4 gold conflicts) could not be
+    fixed: 'free' -> 'no' reads as wording to ``values_only``, the parser reads 'free' as a
+    name a review also writes (``name_stated_elsewhere``), and the NLI model cannot read the
+    record. The field is the check: its own 'no' goes in, nothing else does."""
+    nli = NLIVerifier(RulePairScorer(_unsure))
+    gate = EditGate(HybridVerifier(nli, SlotsVerifier()), nli, GatePolicy(min_entailment=0.83, supported_edit=0.9),
+                    SlotsVerifier())  # fmt: skip
+    text = f"{ATTRIBUTES_LINE}\n- review info — review stars: 5.0; review text: Free refills and great pizza."
+    record = [Passage(id="blaze", text=text, provider="context", source="context[0]")]
+    claim = "Lure Fish House also offers outdoor seating, takes reservations, and has free Wi-Fi."
+    fixed = await gate.review(_swap_from(claim, "free", "no", ATTRIBUTES_LINE, "blaze"), record)
+    assert fixed.status == "applied", fixed.reason
+    assert fixed.suggested == claim.replace("free", "no")
+    paid = await gate.review(_swap_from(claim, "free", "paid", ATTRIBUTES_LINE, "blaze"), record)
+    assert paid.status == "flagged"  # not the record's value
+    listed = "The business offers free WiFi, takeout, and outdoor seating."  # 'no' would deny the list
+    refused = await gate.review(_swap_from(listed, "free", "no", ATTRIBUTES_LINE, "blaze"), record)
+    assert refused.status == "flagged"

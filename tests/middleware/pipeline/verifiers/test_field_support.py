@@ -56,7 +56,9 @@ def test_record_fields_are_the_short_fields_not_the_reviews():
 
 def test_wi_fi_written_apart_names_the_wifi_field():
     evidence = passages_from_texts([readable(str({"name": "Lure", "attributes": {"WiFi": "no"}}))])
-    assert [m.replacement for m in field_mismatches("It has free Wi-Fi.", evidence)] == ["WiFi: no"]
+    (found,) = field_mismatches("It has free Wi-Fi.", evidence)
+    assert evidence[0].text[found.evidence_span[0] : found.evidence_span[1]] == "WiFi: no"
+    assert (found.text, found.replacement) == ("free Wi-Fi", "no Wi-Fi")  # the record's own value (fields.value_swap)
 
 
 async def test_the_hybrid_turns_an_extrapolatory_verdict_attributable_and_the_rule_switches_off():

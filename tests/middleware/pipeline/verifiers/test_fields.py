@@ -7,7 +7,13 @@ import pytest
 from middleware.evidence.request_passages import readable
 from middleware.pipeline.alignment import Aligner
 from middleware.pipeline.verifiers import SlotsVerifier, passages_from_texts
-from middleware.pipeline.verifiers.fields import field_mismatches, field_value_mismatches, swaps_field_value, yes_no_fields
+from middleware.pipeline.verifiers.fields import (
+    field_mismatches,
+    field_value_mismatches,
+    swaps_field,
+    swaps_field_value,
+    yes_no_fields,
+)
 from tests.support.pipeline_doubles import HashingEmbedder
 
 pytestmark = pytest.mark.usefixtures("warm_spacy")
@@ -144,3 +150,55 @@ def test_a_number_given_to_the_nested_field_is_flagged_not_replaced_by_the_recor
     (found,) = field_value_mismatches("With a rating of 4.0 stars and an average of 4.5-star reviews, it is loved.",
                                       RATED_EVIDENCE)  # fmt: skip
     assert (found.text, found.replacement) == ("4.5", None)
+
+
+NO_WIFI = readable(str({"name": "Blaze Pizza", "attributes": {"WiFi": "no", "OutdoorSeating": True,
+                                                              "RestaurantsTakeOut": True}}))
+NO_WIFI_EVIDENCE = passages_from_texts([NO_WIFI])
+
+
+@pytest.mark.parametrize(("claim", "given"), [
+    ("The restaurant has a cozy atmosphere with outdoor seating and free Wi-Fi.", "free Wi-Fi"),
+    ("It provides free WiFi for its customers.", "free WiFi"),
+    ("Customers can eat outdoors, with complimentary Wi-Fi available.", "complimentary Wi-Fi"),
+])  # fmt: skip
+def test_a_value_the_claim_gives_a_no_field_is_swapped_for_the_records_no(claim, given):
+    """RAGTruth train: "free Wi-Fi" against "WiFi: no" (4 gold conflicts) was only flagged,
+    the field's name with 'WiFi: no' as its replacement, which no edit can put in."""
+    (found,) = field_mismatches(claim, NO_WIFI_EVIDENCE)
+    name = given.split()[-1]
+    assert (found.text, found.replacement, found.rule) == (given, f"no {name}", "field_polarity")
+    assert NO_WIFI[found.evidence_span[0]:found.evidence_span[1]] == "WiFi: no"
+
+
+@pytest.mark.parametrize(("claim", "name"), [
+    ("The business offers free WiFi, takeout, and outdoor seating.", "WiFi"),  # 'no' would deny the whole list
+    ("It offers a free WiFi connection.", "WiFi"),  # 'a no WiFi connection'
+    ("WiFi is available for customers to enjoy while they dine.", "WiFi"),  # no value given: a negation to write
+])  # fmt: skip
+def test_a_no_field_without_a_value_to_swap_is_flagged_by_its_name(claim, name):
+    (found,) = field_mismatches(claim, NO_WIFI_EVIDENCE)
+    assert (found.text, found.replacement) == (name, "WiFi: no")
+
+
+@pytest.mark.parametrize("claim", [
+    "The restaurant has outdoor seating but no Wi-Fi.",
+    "It does not offer free WiFi.",
+    "There is no free Wi-Fi, but the patio is lovely.",
+])  # fmt: skip
+def test_a_claim_that_states_the_no_field_as_the_record_does_is_left_alone(claim):
+    assert field_mismatches(claim, NO_WIFI_EVIDENCE) == []
+
+
+def test_a_yes_no_swap_puts_the_records_no_in_place_of_the_claims_value_and_nothing_else():
+    line = NO_WIFI.splitlines()[1]  # '- attributes — WiFi: no; Outdoor Seating: yes; ...'
+    claim = "The restaurant has outdoor seating and free Wi-Fi."
+    at = claim.index("free")
+    assert swaps_field(claim, [(at, at + 4, "no")], line)  # the editor's minimal form
+    assert swaps_field(claim, [(at, at + 10, "no Wi-Fi")], line)
+    assert not swaps_field(claim, [(at, at + 4, "paid")], line)  # not the record's value
+    assert not swaps_field(claim, [(claim.index("outdoor"), claim.index("outdoor") + 7, "no")], line)  # a field held
+    assert not swaps_field(claim.replace("free", "no"), [(at, at + 2, "no")], line)  # nothing wrong to fix
+    listed = "The business offers free WiFi, takeout, and outdoor seating."
+    assert not swaps_field(listed, [(listed.index("free"), listed.index("free") + 4, "no")], line)
+    assert not swaps_field(claim, [(at, at + 4, "no")], "The café has no Wi-Fi at all.")  # no record

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pytest
 
+from middleware.evidence.request_passages import readable
 from middleware.pipeline.verifiers import SlotsVerifier, passages_from_texts
 from middleware.pipeline.verifiers.base import DetailedVerdict, Mismatch
 from middleware.composition.editor import build_editor
@@ -276,3 +277,24 @@ async def test_a_name_the_ner_cut_short_is_replaced_whole() -> None:
         sentence, verdict, [Passage(id="k", text=evidence, provider="t", source="s")]
     )
     assert ("Washington Monument", "Lincoln Memorial") in {(sentence[c.start : c.end], c.replacement) for c in found}
+
+
+BLAZE = readable(str({"name": "Blaze Pizza", "city": "Goleta",
+                      "attributes": {"WiFi": "no", "OutdoorSeating": True, "RestaurantsTakeOut": True}}))  # fmt: skip
+
+
+@pytest.mark.parametrize(("sentence", "fixed"), [
+    ("The restaurant has a cozy atmosphere with outdoor seating and free Wi-Fi.",
+     "The restaurant has a cozy atmosphere with outdoor seating and no Wi-Fi."),
+    ("The business offers free WiFi, takeout, and outdoor seating.", None),  # 'no' would deny the list: flagged
+    ("The restaurant has outdoor seating but no Wi-Fi.", None),  # true: never touched
+])  # fmt: skip
+async def test_a_records_no_replaces_the_free_a_sentence_gives_its_field(verifier, editor, sentence, fixed) -> None:
+    """RAGTruth train: "free Wi-Fi" against "WiFi: no" stayed as written in correct mode."""
+    passages = passages_from_texts([BLAZE])
+    verdict = await verifier.verify(sentence, passages)
+    result = await editor.edit(sentence, verdict, passages)
+    assert result.text == (fixed or sentence), result.rejected
+    if fixed is not None:
+        assert result.revision is not None and result.revision.status == "applied"
+        assert [(e.original, e.replacement) for e in result.edits] == [("free", "no")]
