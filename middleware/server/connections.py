@@ -187,8 +187,8 @@ class GuardedRequestHandler(RequestHandler):
         """The request that arrived last may go to its handler: its body is complete, failed,
         or buffered as far as ``body_buffer_bytes``, or its client waits for ``100 Continue``."""
         body = self._body
-        if body is None or body.total_bytes >= self._limits.body_buffer_bytes:
-            return True
+        if body is None or body.exception() is not None or body.total_bytes >= self._limits.body_buffer_bytes:
+            return True  # (a body the parser failed, e.g. gzip that is not, is answered by its handler)
         message, _ = self._messages[-1]
         return not isinstance(message, _ErrInfo) and message.headers.get(hdrs.EXPECT, "").lower() == "100-continue"
 
