@@ -9,9 +9,5 @@ if [ -x /usr/bin/chromium ] && [ -x /usr/bin/chromedriver ]; then
     exit 0
 fi
 echo "chromium.sh: installing chromium and chromium-driver" >&2
-export DEBIAN_FRONTEND=noninteractive
-SUDO=""
-if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
-$SUDO apt-get update -qq >&2
-$SUDO apt-get install -y -qq chromium chromium-driver >&2
+bash "$(dirname "$0")/apt_install.sh" chromium chromium-driver
 echo "chromium.sh: $(/usr/bin/chromium --version 2>/dev/null)" >&2

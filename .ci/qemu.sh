@@ -9,9 +9,5 @@ if command -v qemu-x86_64 >/dev/null 2>&1; then
     exit 0
 fi
 echo "qemu.sh: installing qemu-user" >&2
-export DEBIAN_FRONTEND=noninteractive
-SUDO=""
-if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
-$SUDO apt-get update -qq >&2
-$SUDO apt-get install -y -qq qemu-user >&2
+bash "$(dirname "$0")/apt_install.sh" qemu-user
 echo "qemu.sh: $(qemu-x86_64 --version | head -1)" >&2
