@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Annotated
 
 import aiohttp
+import psutil
 import typer
 
 from load_tests.driver import LOOP_LAG, Process, free_port, start_mock_upstream
@@ -145,12 +146,6 @@ async def timed_chat(url: str) -> float | None:
         return None
 
 
-def cpu_seconds(pid: int) -> float:
-    """User and system CPU time of process ``pid`` so far (``/proc/PID/stat``)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 def percentiles_ms(samples: list[float]) -> str:
     ordered = sorted(samples)
     return (f"p50 {1000 * statistics.median(ordered):.1f} ms, "
@@ -170,7 +165,8 @@ async def probe(proxy: Process, connections: int, duration: float, reconnect_aft
     chats: list[float | None] = []
     proxy.loop_lag()  # a new window of lag samples
     assert flooding.pid is not None
-    cpu_before, flood_before, started = cpu_seconds(proxy.proc.pid), cpu_seconds(flooding.pid), time.perf_counter()
+    clients = psutil.Process(flooding.pid)
+    cpu_before, flood_before, started = proxy.cpu_seconds(main_only=True), sum(clients.cpu_times()[:2]), time.perf_counter()
     deadline = started + duration
     while time.perf_counter() < deadline:
         if len(health) % 10 == 0:
@@ -178,7 +174,8 @@ async def probe(proxy: Process, connections: int, duration: float, reconnect_aft
         health.append(await timed_get(f"{base}/healthz"))
         await asyncio.sleep(0.2)
     elapsed = time.perf_counter() - started
-    proxy_cpu, flood_cpu = cpu_seconds(proxy.proc.pid) - cpu_before, cpu_seconds(flooding.pid) - flood_before
+    proxy_cpu = proxy.cpu_seconds(main_only=True) - cpu_before
+    flood_cpu = sum(clients.cpu_times()[:2]) - flood_before
     lags = proxy.loop_lag()
     stop.set()
     answered_408, closed, open_failures = await asyncio.to_thread(counts.get, timeout=60)
