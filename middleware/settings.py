@@ -496,6 +496,14 @@ class RulesSettings(BaseModel):
         "is nil (PRUNED_RULES, docs/verdicts.md), under the hand cut-offs none (they were tuned with every rule)",
     )
 
+    record_threshold: float | None = Field(
+        None, ge=0.0, le=1.0,
+        description="learned decision: P(attributable) at or above which a claim checked against evidence that holds "
+        "structured records (JSON or a Python literal, read as 'label: value' lines) counts as supported; unset: the "
+        "model's end-to-end fit (decision.combiner.record_threshold, `factcheck fit-record-threshold`), else its "
+        "attributable threshold (0 to 1)",
+    )
+
     gate_disabled: list[str] = Field(
         default_factory=list,
         description="edit gate rules switched off by name (correct mode: the checks that refuse a revision, "

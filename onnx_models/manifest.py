@@ -78,6 +78,12 @@ class CombinerWeights(BaseModel):
     edit_threshold: float = Field(
         description="P(attributable) of an edited sentence at >= target precision: what an applied edit needs"
     )
+    record_threshold: float | None = Field(
+        None,
+        description="P(attributable) at or above which a claim checked against evidence that holds structured records "
+        "counts as supported: chosen end to end on train answers (factcheck fit-record-threshold); None: "
+        "attributable_threshold",
+    )
     fitted_on: str = Field(description="the data the weights and thresholds were chosen on (never a test split)")
     metrics: dict[str, float] = Field(default_factory=dict, description="held-out figures of the fit")
 

@@ -1,5 +1,5 @@
-"""``factcheck train-verifier``, ``calibrate-verifier`` and ``fit-combiner`` (the ``eval-*`` commands are in
-``middleware.evaluation.commands``)."""
+"""``factcheck train-verifier``, ``calibrate-verifier``, ``fit-combiner`` and ``fit-record-threshold`` (the
+``eval-*`` commands are in ``middleware.evaluation.commands``)."""
 
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ def register(app: typer.Typer) -> None:
     app.command("train-verifier")(train_verifier)
     app.command("calibrate-verifier")(calibrate_verifier)
     app.command("fit-combiner")(fit_combiner)
+    app.command("fit-record-threshold")(fit_record_threshold)
 
 
 def _resolve_base(base: str) -> str:
@@ -341,3 +342,36 @@ def fit_combiner(
         manifest.write(model)
     report = {"thresholds": cuts, "leave_one_dataset_out": folds, "fitted_on": fitted_on, "linear_candidates": candidates}
     typer.echo(json.dumps(report, indent=2))
+
+
+def fit_record_threshold(
+    dump: Annotated[
+        list[Path],
+        typer.Option(help="an --e2e-dump of `factcheck eval-battery --e2e --split train`, made at the combiner's "
+                     "own cut-off (repeatable; every set in them counts once)"),
+    ],
+    model: ModelDir = Path("onnx_models/verifier"),
+    write: Annotated[bool, typer.Option(help="store the cut-off in the model's manifest")] = True,
+) -> None:
+    """Choose the learned decision's cut-off for claims checked against evidence that holds
+    structured records, end to end on train answers (``middleware.training.record_threshold``),
+    and store it in the manifest (``decision.combiner.record_threshold``). A refit of the
+    combiner (``fit-combiner``) drops it: choose it again from a dump made with the new one."""
+    from middleware.training import record_threshold as rt
+    from onnx_models.manifest import read_manifest
+
+    manifest = read_manifest(model)
+    combiner = manifest.decision.combiner if manifest.decision is not None else None
+    if combiner is None:
+        raise typer.BadParameter(f"{model} has no learned decision: fit it first (factcheck fit-combiner)")
+    try:
+        rows = [row for path in dump for row in rt.read_dump(path)]
+        rt.check_made_at(rows, combiner.attributable_threshold)
+        cut, table = rt.choose(rows, combiner.attributable_threshold)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc)) from exc
+    if write:
+        manifest.decision.combiner = combiner.model_copy(update={"record_threshold": cut})
+        manifest.write(model)
+    typer.echo(json.dumps({"record_threshold": cut, "combiner_threshold": combiner.attributable_threshold,
+                           "chosen": table[f"{cut:.4f}"], "candidates": table}, indent=2))

@@ -96,8 +96,10 @@ def build_verifier(
 def with_rules(verifier: HybridVerifier, settings: Settings) -> HybridVerifier:
     """The rules the settings leave on for this verifier: by default the pruned rules are off
     where it decides with a learned combiner, none where it keeps the hand cut-offs (a model
-    whose manifest has no combiner, or ``pipeline.rules.decision: hand``)."""
+    whose manifest has no combiner, or ``pipeline.rules.decision: hand``); and its cut-off
+    for claims checked against structured records, where the settings give one."""
     verifier.slots.disabled = settings.pipeline.rules.disabled_for(verifier.combiner is not None)
+    verifier.record_threshold = settings.pipeline.rules.record_threshold
     return verifier
 
 

@@ -235,15 +235,26 @@ def sentence_outcomes(streamed: Streamed) -> list[dict[str, Any]]:
 def dump(streamed: Mapping[tuple[str, str], Sequence[Streamed]], alone: Mapping[str, Mapping[str, Sequence[str]]],
          path: Path) -> None:
     """Every gold sentence of every answer and mode as a JSON line: the reports' labels and
-    reasons, and the verifier alone's label (for reading where the points go)."""
+    reasons, whether the answer's documents hold records (``holds_records``), and the
+    verifier alone's label (for reading where the points go)."""
     with path.open("w", encoding="utf-8") as out:
         for (dataset, mode), results in streamed.items():
             for r in results:
                 labels = alone.get(dataset, {}).get(r.answer.id)
+                records = holds_records(r.answer.documents)
                 for i, outcome in enumerate(sentence_outcomes(r)):
                     row = {"dataset": dataset, "task": r.answer.task, "mode": mode, "answer": r.answer.id,
-                           "alone": labels[i] if labels else None} | outcome  # fmt: skip
+                           "records": records, "alone": labels[i] if labels else None} | outcome  # fmt: skip
                     out.write(json.dumps(row, ensure_ascii=False) + "\n")
+
+
+def holds_records(documents: Sequence[str]) -> bool:
+    """Whether the documents, read as the proxy reads a request's context, hold structured
+    records (the claims checked against them are judged at the record cut-off)."""
+    from middleware.evidence.request_passages import context_passages, document_texts
+    from middleware.pipeline.verifiers.fields import is_record
+
+    return any(is_record(p.text) for p in context_passages(document_texts(documents)))
 
 
 def changes(streamed: Streamed) -> list[dict[str, Any]]:

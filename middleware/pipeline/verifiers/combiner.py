@@ -10,6 +10,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
+from middleware.pipeline.verifiers.base import first_given
 from onnx_models.manifest import CombinerWeights, LinearModel, Tree, TreeEnsemble
 
 
@@ -42,6 +43,7 @@ class Combiner:
         self.attributable_threshold = weights.attributable_threshold
         self.contradictory_threshold = weights.contradictory_threshold
         self.edit_threshold = weights.edit_threshold
+        self.record_threshold = first_given(weights.record_threshold, weights.attributable_threshold)
 
     def p_attributable(self, features: Mapping[str, float]) -> float:
         return probability(self.weights.attributable, features)

@@ -10,6 +10,7 @@ from middleware.evaluation.battery_e2e import (
     Answer,
     Streamed,
     by_task,
+    dump,
     gold_label,
     ragtruth_answers,
     regressions,
@@ -141,3 +142,15 @@ def test_a_time_is_a_value_conflict_and_a_time_written_differently_is_stated() -
     assert value_conflicts(answer) == [(40, 53)]
     assert stated("5 pm", "monday: 11:00-17:00 (11:00 am to 5:00 pm)") and stated("4.0", "stars: 4.0")
     assert not stated("6 pm", "monday: 11:00-17:00 (11:00 am to 5:00 pm)")
+
+
+def test_a_dump_row_says_whether_its_answers_documents_hold_records(tmp_path: Path) -> None:
+    """What ``factcheck fit-record-threshold`` relabels: a record (a dict as Python prints it, read
+    as the proxy reads a request's documents) against prose."""
+    record = Answer.joined("r1", "ragtruth", "q?", ["It has WiFi."], ["attributable"],
+                           ["{'name': 'Cafe Uno', 'attributes': {'WiFi': 'free', 'OutdoorSeating': False}}"])  # fmt: skip
+    streamed = {("ragtruth", "annotate"): [Streamed(record, "annotate"), Streamed(_answer(), "annotate")]}
+    path = tmp_path / "dump.jsonl"
+    dump(streamed, {}, path)
+    rows = [json.loads(line) for line in path.read_text().splitlines()]
+    assert [(r["answer"], r["records"]) for r in rows] == [("r1", True)] + [("a1", False)] * 3

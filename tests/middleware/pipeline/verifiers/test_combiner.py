@@ -157,3 +157,39 @@ async def test_an_exchange_of_roles_stands_where_the_combiner_finds_support() ->
     verdict = await _hybrid(lenient, [0.94, 0.02, 0.04]).verify(claim, evidence)
     assert verdict.label == "contradictory" and "role_exchange" in [r.name for r in verdict.rules]
     assert verdict.mismatches and verdict.mismatches[0].kind == "role"
+
+
+TOWER_RECORD = "- name: Eiffel Tower; height: 330 metres; completed: 1889; city: Paris"
+
+
+async def test_against_records_attributable_comes_from_the_record_cut_off() -> None:
+    """P(attributable) = sigmoid(1) = 0.73: under the combiner's 0.8, above the records' 0.6."""
+    claim = "The Eiffel Tower is 330 metres tall."
+    weights = _weights([_stump("focus_entail", 0.0, -1.0, 1.0)], [_stump("focus_contra", 0.0, 0.0, 1.0)], attributable=0.8)
+    verifier = _hybrid(Combiner(weights.model_copy(update={"record_threshold": 0.6})), [0.9, 0.05, 0.05])
+    prose, record = passages_from_texts([TOWER]), passages_from_texts([TOWER_RECORD])
+    assert (await verifier.verify(claim, prose)).label == "extrapolatory"
+    verdict = await verifier.verify(claim, record)
+    assert verdict.label == "attributable" and "a record's cut-off 0.60" in (verdict.reason or "")
+    # the setting's cut-off wins over the manifest's
+    verifier.record_threshold = 0.75
+    assert (await verifier.verify(claim, record)).label == "extrapolatory"
+    # without a fitted one, the combiner's own stands against records too
+    unfitted = _hybrid(Combiner(weights), [0.9, 0.05, 0.05])
+    assert (await unfitted.verify(claim, record)).label == "extrapolatory"
+
+
+async def test_against_records_a_located_contradiction_keeps_the_combiners_veto() -> None:
+    """A slots rule's located contradiction stands below the combiner's cut-off, wherever the records' lies."""
+    claim = "The Eiffel Tower is 300 metres tall."
+    weights = _weights([_stump("focus_entail", 0.0, -1.0, 1.0)], [_stump("focus_contra", 0.0, -5.0, -5.0)], attributable=0.8)
+    verifier = _hybrid(Combiner(weights.model_copy(update={"record_threshold": 0.3})), [0.9, 0.05, 0.05])
+    assert (await verifier.verify(claim, passages_from_texts([TOWER, TOWER_RECORD]))).label == "contradictory"
+
+
+def test_the_record_cut_off_follows_the_setting() -> None:
+    scorer = RulePairScorer(lambda p, h: [0.9, 0.05, 0.05])
+    settings = load_settings(**{"pipeline.rules.record_threshold": 0.25})
+    verifier = build_verifier(settings, "hybrid", embedder=HashingEmbedder(), scorer=scorer)
+    assert isinstance(verifier, HybridVerifier) and verifier.record_threshold == 0.25
+    assert build_verifier(load_settings(), "hybrid", embedder=HashingEmbedder(), scorer=scorer).record_threshold is None
