@@ -20,10 +20,20 @@ here instead:
   ("until 11 pm on weekends") is read for its closing time. A day at 0:00-0:00 is not read
   (RAGTruth's annotators read it as closed in one answer and as open all day in another).
 
-A finding is a located contradiction (kind ``date``: a time of day); it carries the data's
-time as the replacement where every day of the range has the same hours and one end of the
-claim's range differs (written as the claim writes times: "10pm" -> "8pm"), else none
-(flagged, not rewritten).
+A finding is a located contradiction (kind ``date``). It carries a replacement in two cases,
+else none (flagged, not rewritten):
+
+- a time: every day of the range has the same hours and one end of the claim's range differs;
+  the data's time, written as the claim writes times ("10pm" -> "8pm");
+- a day: the days are written as one span "A through B" (not a list, not "seven days a week"),
+  exactly one day has other hours, it is A or B, and the span without it keeps at least two
+  days, each at exactly the claim's hours. The finding is that day's word, and the
+  replacement the next day in, written alike ("from Monday to Saturday from 17:00-21:00"
+  against a Monday of 17:30-23:00: "Monday" -> "Tuesday"; "Saturdays" -> "Fridays", "Sat"
+  -> "Fri"). A day the data does not list or gives 0:00-0:00 is not moved.
+
+``swaps_hours`` is the edit gate's check of either swap: the edit is the finding's own
+replacement (or the part of it that differs), read against the schedule line.
 """
 
 from __future__ import annotations
@@ -170,6 +180,7 @@ class _Days:
     end: int
     days: frozenset[str]
     every: bool  # "seven days a week", "daily": the place opens every day
+    ends: tuple[tuple[int, int], tuple[int, int]] | None = None  # a span "A through B": where A and B are written
 
 
 def _day_sets(claim: str) -> list[_Days]:
@@ -178,7 +189,7 @@ def _day_sets(claim: str) -> list[_Days]:
     for match in _SPAN.finditer(claim):
         a, b = DAYS.index(_day(match.group("a"))), DAYS.index(_day(match.group("b")))
         days = DAYS[a : b + 1] if a <= b else DAYS[a:] + DAYS[: b + 1]
-        out.append(_Days(match.start(), match.end(), frozenset(days), len(days) == 7))
+        out.append(_Days(match.start(), match.end(), frozenset(days), len(days) == 7, (match.span("a"), match.span("b"))))
         taken.append(match.span())
     for match in _SINGLE.finditer(claim):
         if not any(s <= match.start() < e for s, e in taken):
@@ -213,7 +224,17 @@ def _days_of(claim: str, given: _Range, sets: list[_Days]) -> list[_Days]:
     return before[-1:]
 
 
-def _readings(claim: str, schedule: Schedule) -> tuple[list[_Days], list[tuple[_Range, frozenset[str]]]]:
+@dataclass(frozen=True)
+class _Given:
+    """A time range with the days the claim gives it, and the day span ("Monday to
+    Saturday") those days are written as, where they are one span and all of it."""
+
+    range: _Range
+    days: frozenset[str]
+    span: _Days | None
+
+
+def _readings(claim: str, schedule: Schedule) -> tuple[list[_Days], list[_Given]]:
     """The claim's day sets, and each time range with the days it is given."""
     ranges, sets = _ranges(claim), _day_sets(claim)
     groups = [(given, _days_of(claim, given, sets)) for given in ranges]
@@ -227,8 +248,9 @@ def _readings(claim: str, schedule: Schedule) -> tuple[list[_Days], list[tuple[_
         # a day a more specific range of the sentence gives its own hours is an exception
         others = [frozenset().union(*(d.days for d in c)) for g, c in groups if g is not given and c]
         days = frozenset(d for d in own if not any(d in o and len(o) < len(own) for o in others))
+        span = claimed[0] if len(claimed) == 1 and claimed[0].ends is not None and claimed[0].days == days else None
         if days:
-            out.append((given, days))
+            out.append(_Given(given, days, span))
     return sets, out
 
 
@@ -255,11 +277,11 @@ def read_hours(claim: str, evidence: Sequence[Passage]) -> HoursReading:
     out = [_mismatch(claim, (d.start, d.end), None, schedule) for d in sets
            if d.every and any(not schedule.lists(day) for day in DAYS)]  # fmt: skip
     held = []
-    for time_range, days in given:
-        found = _range_mismatches(claim, time_range, days, schedule)
+    for reading in given:
+        found = _range_mismatches(claim, reading, schedule)
         out += found
         if not found:
-            held.append((time_range.start, time_range.end))
+            held.append((reading.range.start, reading.range.end))
     return HoursReading(_unique(out), held)
 
 
@@ -268,13 +290,16 @@ def hours_mismatches(claim: str, evidence: Sequence[Passage]) -> list[Mismatch]:
     return read_hours(claim, evidence).mismatches
 
 
-def _range_mismatches(claim: str, given: _Range, days: frozenset[str], schedule: Schedule) -> list[Mismatch]:
+def _range_mismatches(claim: str, reading: _Given, schedule: Schedule) -> list[Mismatch]:
     """The claim's range against each of its days' hours."""
+    given, days = reading.range, reading.days
     stated = {d: schedule.on(d) for d in days if schedule.on(d) is not None or not schedule.lists(d)}
     wrong = {d: h for d, h in stated.items() if h is None or h[1] != given.closing
              or (given.opening is not None and h[0] != given.opening)}  # fmt: skip
     if not wrong:
         return []
+    if (end_day := _end_day_moved_in(claim, reading, frozenset(wrong), schedule)) is not None:
+        return [end_day]
     known = {h for h in stated.values() if h is not None}
     replacement, span = None, (given.start, given.end)
     if len(known) == 1 and all(h is not None for h in stated.values()):
@@ -286,6 +311,46 @@ def _range_mismatches(claim: str, given: _Range, days: frozenset[str], schedule:
         if replacement is None:
             span = (given.start, given.end)
     return [_mismatch(claim, span, replacement, schedule)]
+
+
+def _end_day_moved_in(claim: str, reading: _Given, wrong: frozenset[str], schedule: Schedule) -> Mismatch | None:
+    """The one day of a span "A through B" whose hours differ, where it is A or B and the
+    span without it still has at least two days, every one at exactly the claim's hours: that
+    end moved one day in ("from Monday to Saturday from 17:00-21:00" against a Monday of
+    17:30-23:00 -> "Tuesday"). None for a list of days, "seven days a week", a day inside the
+    span, two days differing, a day the data does not list or gives 0:00-0:00 (unknown), or a
+    partial range ("until 9 pm")."""
+    given, span = reading.range, reading.span
+    if span is None or span.ends is None or given.opening is None or len(wrong) != 1:
+        return None
+    (day,) = wrong
+    rest = reading.days - {day}
+    if schedule.on(day) is None or len(rest) < 2 or any(schedule.on(d) != (given.opening, given.closing) for d in rest):
+        return None
+    at = DAYS.index(day)
+    for (start, end), step in zip(span.ends, (1, -1), strict=True):
+        written = claim[start:end]
+        if _day(written) == day:
+            return _mismatch(claim, (start, end), _day_written_like(written, DAYS[(at + step) % 7]), schedule)
+    return None
+
+
+def _day_written_like(text: str, day: str) -> str:
+    """``day`` written as ``text`` writes a day: 'Monday' -> 'Tuesday', 'Saturdays' ->
+    'Fridays', 'Mon' -> 'Tue', 'SAT' -> 'FRI'."""
+    plural = text.lower().endswith("s") and text.lower() not in ("tues", "thurs")
+    stem = text[:-1] if plural else text
+    if stem.lower() in DAYS:
+        word = day
+    elif len(stem) > 3:  # 'Tues', 'Thurs'
+        word = {"tuesday": "tues", "thursday": "thurs"}.get(day, day[:3])
+    else:
+        word = day[:3]
+    if len(stem) > 1 and stem.isupper():
+        word = word.upper()
+    elif stem[:1].isupper():
+        word = word.capitalize()
+    return word + ("s" if plural else "")
 
 
 def _fix(text: str, claimed: int, stated: int) -> str | None:

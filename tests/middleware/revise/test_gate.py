@@ -7,6 +7,7 @@ from collections.abc import Callable, Sequence
 
 import pytest
 
+from middleware.evidence.request_passages import readable
 from middleware.pipeline.verifiers import HybridVerifier, NLIVerifier, SlotsVerifier
 from middleware.pipeline.editing import EditResult
 from middleware.revise.gate import EditGate, GatePolicy, evidence_premise, same_role
@@ -553,3 +554,27 @@ async def test_a_records_no_replaces_the_value_a_claim_gives_a_yes_no_field() ->
     listed = "The business offers free WiFi, takeout, and outdoor seating."  # 'no' would deny the list
     refused = await gate.review(_swap_from(listed, "free", "no", ATTRIBUTES_LINE, "blaze"), record)
     assert refused.status == "flagged"
+
+
+HOURS_RECORD = readable(str({"name": "Bouchon", "hours": {
+    "Monday": "17:30-23:0", **{d: "17:0-21:0" for d in ("Tuesday", "Wednesday", "Thursday", "Friday", "Saturday")},
+    "Sunday": "9:0-14:0"}}))  # fmt: skip
+
+
+@pytest.mark.parametrize(("old", "new", "applied"), [
+    ("Monday", "Tuesday", True),  # the end day the record gives other hours, moved one day in
+    ("Mon", "Tues", True),  # the editor's minimal form of the same swap
+    ("Monday", "Wednesday", False),  # not the day next in: Tuesday holds the claim's hours too
+    ("Saturday", "Friday", False),  # a day that holds the claim's hours
+])  # fmt: skip
+async def test_the_day_a_record_gives_other_hours_is_moved_in_and_no_other_day_swap_passes(old, new, applied) -> None:
+    """RAGTruth train: 'from Monday to Saturday from 17:00-21:00' against a Monday of
+    17:30-23:00. The schedule is the check (``hours.swaps_hours``): the NLI model cannot read it."""
+    nli = NLIVerifier(RulePairScorer(_unsure))
+    gate = EditGate(HybridVerifier(nli, SlotsVerifier()), nli, GatePolicy(min_entailment=0.83, supported_edit=0.9),
+                    SlotsVerifier())  # fmt: skip
+    line = next(line for line in HOURS_RECORD.splitlines() if "hours" in line)
+    record = [Passage(id="bouchon", text=HOURS_RECORD, provider="context", source="context[0]")]
+    claim = "The restaurant operates from Monday to Saturday from 17:00-21:00 and on Sunday from 9:00-14:00."
+    revision = await gate.review(_swap_from(claim, old, new, line, "bouchon"), record)
+    assert (revision.status == "applied") is applied, revision.reason

@@ -73,3 +73,66 @@ async def test_the_slots_verifier_reports_the_hours_and_the_rule_switches_off():
     assert verdict.label == "contradictory" and [r.name for r in verdict.rules] == ["field_hours"]
     off = SlotsVerifier(Aligner(HashingEmbedder()), disabled=("field_hours",))
     assert (await off.verify(claim, EVIDENCE)).label != "contradictory"
+
+
+SHORT_MONDAY = passages_from_texts([readable(str({"name": "Bouchon", "hours": {
+    "Monday": "17:30-23:0", **{d: "17:0-21:0" for d in ("Tuesday", "Wednesday", "Thursday", "Friday", "Saturday")},
+    "Sunday": "9:0-14:0"}}))])  # fmt: skip
+EARLY_SATURDAY = passages_from_texts([readable(str({"name": "Shop", "hours": {
+    **{d: "9:0-18:0" for d in ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday")}, "Saturday": "8:0-18:0",
+    "Sunday": "9:0-17:0"}}))])  # fmt: skip
+
+
+@pytest.mark.parametrize(("claim", "evidence", "day", "replacement"), [
+    ("The restaurant operates from Monday to Saturday from 17:00-21:00 and on Sunday from 9:00-14:00.",
+     SHORT_MONDAY, "Monday", "Tuesday"),  # RAGTruth train
+    ("It is open from 9:00 AM to 6:00 PM from Monday to Saturday, and 9:00 AM to 5:00 PM on Sunday.",
+     EARLY_SATURDAY, "Saturday", "Friday"),  # RAGTruth train
+    ("It is open 9 am to 6 pm Mondays through Saturdays.", EARLY_SATURDAY, "Saturdays", "Fridays"),
+    ("Hours: Mon-Sat 9:00 AM to 6:00 PM.", EARLY_SATURDAY, "Sat", "Fri"),
+    ("It is open monday through saturday from 5 pm to 9 pm.", SHORT_MONDAY, "monday", "tuesday"),
+    ("It is open Tues to Sun from 9 am to 6 pm.", passages_from_texts([readable(str({"name": "Shop", "hours": {
+        "Tuesday": "10:0-18:0", **{d: "9:0-18:0" for d in ("Wednesday", "Thursday", "Friday", "Saturday",
+                                                            "Sunday")}}}))]), "Tues", "Wed"),  # fmt: skip
+])  # fmt: skip
+def test_the_one_end_day_of_a_span_with_other_hours_is_moved_in(claim, evidence, day, replacement):
+    """A day span whose days but one end day all have the claim's hours: the day is what the
+    data states otherwise, so the finding is the day, with the next day in, written alike."""
+    (found,) = hours_mismatches(claim, evidence)
+    assert (found.text, found.replacement, claim[slice(*found.span)]) == (day, replacement, day)
+    assert found.rule == "field_hours"
+
+
+@pytest.mark.parametrize(("claim", "evidence", "flagged"), [
+    # a list of days, not a span
+    ("It is open Monday, Tuesday, Wednesday, Thursday, Friday and Saturday from 9:00 AM to 6:00 PM.",
+     EARLY_SATURDAY, "9:00 AM to 6:00 PM"),
+    # seven days a week is no span
+    ("It is open seven days a week from 5 pm to 9 pm.", SHORT_MONDAY, "5 pm to 9 pm"),
+    # a middle day differs
+    ("It is open Monday to Saturday from 5 pm to 9 pm.", passages_from_texts([readable(str({"name": "Bar", "hours": {
+        **{d: "17:0-21:0" for d in ("Monday", "Tuesday", "Thursday", "Friday", "Saturday")},
+        "Wednesday": "17:0-23:0"}}))]), "5 pm to 9 pm"),  # fmt: skip
+    # two days differ: Monday and Sunday
+    ("It is open Monday through Sunday from 5 pm to 9 pm.", SHORT_MONDAY, "5 pm to 9 pm"),
+    # the shrunken span would be one day: Saturday to Sunday -> Sunday alone
+    ("On Saturday to Sunday it is open from 9:00 AM to 5:00 PM.", EARLY_SATURDAY, "9:00 AM to 5:00 PM"),
+    # a partial range: only the closing time is said
+    ("It is open Monday to Saturday until 9 pm.", SHORT_MONDAY, "until 9 pm"),
+])  # fmt: skip
+def test_a_day_is_moved_only_at_one_end_of_a_span_that_keeps_two_days(claim, evidence, flagged):
+    """Where the day move would not state the data, the time range is flagged as before,
+    without a replacement."""
+    (found,) = hours_mismatches(claim, evidence)
+    assert (found.text, found.replacement) == (flagged, None)
+
+
+def test_a_day_moved_in_is_checked_as_the_swap_of_the_schedule():
+    claim = "The restaurant operates from Monday to Saturday from 17:00-21:00 and on Sunday from 9:00-14:00."
+    line = SHORT_MONDAY[0].text.splitlines()[1]
+    at = claim.index("Monday")
+    assert swaps_hours(claim, [(at, at + 6, "Tuesday")], line)
+    assert swaps_hours(claim, [(at, at + 3, "Tues")], line)  # the editor's minimal form
+    assert not swaps_hours(claim, [(at, at + 6, "Wednesday")], line)
+    saturday = claim.index("Saturday")
+    assert not swaps_hours(claim, [(saturday, saturday + 8, "Friday")], line)

@@ -283,18 +283,32 @@ BLAZE = readable(str({"name": "Blaze Pizza", "city": "Goleta",
                       "attributes": {"WiFi": "no", "OutdoorSeating": True, "RestaurantsTakeOut": True}}))  # fmt: skip
 
 
-@pytest.mark.parametrize(("sentence", "fixed"), [
-    ("The restaurant has a cozy atmosphere with outdoor seating and free Wi-Fi.",
-     "The restaurant has a cozy atmosphere with outdoor seating and no Wi-Fi."),
-    ("The business offers free WiFi, takeout, and outdoor seating.", None),  # 'no' would deny the list: flagged
-    ("The restaurant has outdoor seating but no Wi-Fi.", None),  # true: never touched
+SHORT_MONDAY = readable(str({"name": "Bouchon", "city": "Santa Barbara", "hours": {
+    "Monday": "17:30-23:0", **{d: "17:0-21:0" for d in ("Tuesday", "Wednesday", "Thursday", "Friday", "Saturday")},
+    "Sunday": "9:0-14:0"}}))  # fmt: skip
+
+
+@pytest.mark.parametrize(("record", "sentence", "fixed", "swap"), [
+    # RAGTruth train: "free Wi-Fi" against "WiFi: no" stayed as written in correct mode
+    (BLAZE, "The restaurant has a cozy atmosphere with outdoor seating and free Wi-Fi.",
+     "The restaurant has a cozy atmosphere with outdoor seating and no Wi-Fi.", ("free", "no")),
+    (BLAZE, "The business offers free WiFi, takeout, and outdoor seating.", None, None),  # 'no' would deny the list
+    (BLAZE, "The restaurant has outdoor seating but no Wi-Fi.", None, None),  # true: never touched
+    # RAGTruth train: 'from Monday to Saturday from 17:00-21:00' against a Monday of 17:30-23:00 was
+    # flagged, not fixed: the day, not the time, is what the record states otherwise
+    (SHORT_MONDAY, "The restaurant operates from Monday to Saturday from 17:00-21:00 and on Sunday from 9:00-14:00.",
+     "The restaurant operates from Tuesday to Saturday from 17:00-21:00 and on Sunday from 9:00-14:00.",
+     ("Monday", "Tuesday")),
+    (SHORT_MONDAY, "The restaurant is open from Tuesday to Saturday from 17:00-21:00.", None, None),  # true
 ])  # fmt: skip
-async def test_a_records_no_replaces_the_free_a_sentence_gives_its_field(verifier, editor, sentence, fixed) -> None:
-    """RAGTruth train: "free Wi-Fi" against "WiFi: no" stayed as written in correct mode."""
-    passages = passages_from_texts([BLAZE])
+async def test_a_records_own_value_replaces_the_one_a_sentence_gives_its_field(verifier, editor, record, sentence,
+                                                                               fixed, swap) -> None:  # fmt: skip
+    """A yes/no field's "no" for the "free" a sentence gives it; the end day of a day span
+    the record gives other hours, moved one day in."""
+    passages = passages_from_texts([record])
     verdict = await verifier.verify(sentence, passages)
     result = await editor.edit(sentence, verdict, passages)
     assert result.text == (fixed or sentence), result.rejected
     if fixed is not None:
         assert result.revision is not None and result.revision.status == "applied"
-        assert [(e.original, e.replacement) for e in result.edits] == [("free", "no")]
+        assert [(e.original, e.replacement) for e in result.edits] == [swap]
