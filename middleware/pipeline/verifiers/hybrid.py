@@ -30,8 +30,9 @@ P(contradictory) reaches its high-precision threshold, or where the slots rules 
 contradiction and P(attributable) stays below its threshold (the combiner vetoes the rules
 where it finds the claim supported); attributable where P(attributable) reaches its
 balanced-accuracy optimum (against evidence that holds structured records, the cut-off
-fitted end to end on such checks: ``record_threshold``); else extrapolatory. The slots verifier's findings still
-say where and what (span, mismatches, the evidence's replacement) for tagging and editing.
+fitted end to end on such checks: ``support_threshold``); else extrapolatory. The slots
+verifier's findings still say where and what (span, mismatches, the evidence's replacement)
+for tagging and editing.
 """
 
 from __future__ import annotations
