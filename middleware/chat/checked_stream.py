@@ -371,6 +371,10 @@ class CheckedStream(Generic[T]):
             # then the failure ends the stream.
             self._checking = False
             await self.session.cancel()
+            # a check that ended in this turn has its done callback (which queues its report)
+            # still waiting in the loop's ready queue: let it run before the drain's marker is
+            # queued, or the report may be queued after the marker and lost
+            await asyncio.sleep(0)
             await later.drained()
             self._catch_up(queue)
             queue.put_nowait(Failed(exc))

@@ -251,9 +251,39 @@ class BacklogUpstream(UpstreamStream):
         yield typed(4, "response.completed", response={"output": []}) + delta(5, "after the end")
 
 
-async def wire_of(fail: bool) -> list[dict[str, object]]:
-    session = CheckRunner(ScriptedChecker(), CheckSettings()).session(CheckContext(mode=Mode.ANNOTATE))
-    source = ResponseEvents(BacklogUpstream(session, fail))
+class FailsAsTheCheckEnds(UpstreamStream):
+    """A Responses stream that breaks off in the same turn as the first sentence's check ends,
+    before that check's done callbacks have run (they queue its report)."""
+
+    def __init__(self, ended: asyncio.Event) -> None:
+        super().__init__(response=None)  # type: ignore[arg-type]
+        self.ended = ended
+
+    async def chunks(self) -> AsyncIterator[bytes]:
+        yield delta(1, "Curie was born in 1867. She won a prize. ")
+        await self.ended.wait()
+        raise UpstreamError("upstream broke", kind="disconnect")
+
+
+class SignallingChecker(ScriptedChecker):
+    """Sets ``ended`` just before each report is returned: a waiter wakes ahead of the task's
+    done callbacks."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.ended = asyncio.Event()
+
+    async def check(self, sentence: Sentence, context: CheckContext) -> SentenceReport:
+        report = await super().check(sentence, context)
+        self.ended.set()
+        return report
+
+
+async def wire_of(fail: bool, upstream: type[UpstreamStream] | None = None) -> list[dict[str, object]]:
+    checker = SignallingChecker()
+    session = CheckRunner(checker, CheckSettings()).session(CheckContext(mode=Mode.ANNOTATE))
+    stream = FailsAsTheCheckEnds(checker.ended) if upstream is FailsAsTheCheckEnds else BacklogUpstream(session, fail)
+    source = ResponseEvents(stream)
     encode = TypedEncoder(source).encode
     wire = b""
     async for batch in CheckedStream(source, session).batches(render=encode):
@@ -280,3 +310,15 @@ async def test_an_upstream_failure_sends_the_reports_already_done_then_the_error
     kinds = [event["type"] for event in events]
     assert kinds.count("response.factcheck") == 1  # the first sentence's check was done; nothing new after
     assert kinds[-1] == "error" and events[-1]["sequence_number"] == 3
+
+
+async def test_a_report_done_in_the_turn_the_upstream_fails_is_sent(monkeypatch):
+    """The check ended, and the upstream broke off before the check's done callback queued its
+    report: the report still goes out before the error. It was lost when the failure waited
+    for the low-priority queue to drain before that callback had run, and the queue's turn
+    ended right after the wait's marker (here every turn runs one call; under load, a slice
+    that ran out; CI caught it once)."""
+    monkeypatch.setattr("middleware.chat.low_priority.SLICE_S", 0.0)
+    events = await wire_of(fail=True, upstream=FailsAsTheCheckEnds)
+    kinds = [event["type"] for event in events]
+    assert kinds.count("response.factcheck") == 1 and kinds[-1] == "error", kinds
