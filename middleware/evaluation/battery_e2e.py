@@ -252,9 +252,9 @@ def holds_records(documents: Sequence[str]) -> bool:
     """Whether the documents, read as the proxy reads a request's context, hold structured
     records (the claims checked against them are judged at the record cut-off)."""
     from middleware.evidence.request_passages import context_passages, document_texts
-    from middleware.pipeline.verifiers.fields import is_record
+    from middleware.pipeline.verifiers.fields import holds_record
 
-    return any(is_record(p.text) for p in context_passages(document_texts(documents)))
+    return holds_record(context_passages(document_texts(documents)))
 
 
 def changes(streamed: Streamed) -> list[dict[str, Any]]:

@@ -17,12 +17,12 @@ cut-off attributable, which the dump decides exactly.
 
 from __future__ import annotations
 
-import json
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from middleware.training.claim_sets import read_jsonl
 from middleware.training.metrics import balanced_accuracy
 
 STEP = 0.01
@@ -30,8 +30,7 @@ STEP = 0.01
 
 def read_dump(path: Path) -> list[dict[str, Any]]:
     """The annotate-mode rows of an ``--e2e-dump`` file: one gold sentence each."""
-    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-    rows = [r for r in rows if r.get("mode", "annotate") == "annotate"]
+    rows = [r for r in read_jsonl(path) if r.get("mode", "annotate") == "annotate"]
     if any("records" not in r for r in rows):
         raise ValueError(f"{path}: rows without 'records': dump it again with this version (--e2e-dump)")
     return rows

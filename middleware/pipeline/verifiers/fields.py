@@ -78,6 +78,11 @@ def is_record(text: str) -> bool:
     return ";" in text and len(_ANY_FIELD.findall(text)) >= 2
 
 
+def holds_record(evidence: Sequence[Passage]) -> bool:
+    """Whether any passage of the evidence is structured data (``is_record``)."""
+    return any(is_record(passage.text) for passage in evidence)
+
+
 @dataclass(frozen=True)
 class Field:
     """One yes/no field of a passage: its label (and its parent object's, where nested),

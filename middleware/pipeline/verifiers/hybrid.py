@@ -49,7 +49,7 @@ from middleware.pipeline.verifiers import features as F
 from middleware.pipeline.verifiers.base import DetailedVerdict, first_given, ordered
 from middleware.pipeline.verifiers.combiner import Combiner
 from middleware.pipeline.verifiers.field_support import supporting_fields
-from middleware.pipeline.verifiers.fields import Field, is_record
+from middleware.pipeline.verifiers.fields import Field, holds_record
 from middleware.pipeline.verifiers.nli import NLIAssessment, NLIVerifier, estimate_tokens
 from middleware.pipeline.verifiers.slots_verifier import SlotsVerifier
 from middleware.types import NLI_LABELS, Passage, RuleFinding
@@ -212,7 +212,7 @@ class HybridVerifier:
         reviews at once, which no window entails: against records the combiner's cut-off
         flagged 46 % of the sentences people judged supported (RAGTruth data-to-text,
         docs/verdicts.md). A located contradiction's veto keeps the combiner's own cut-off."""
-        if any(is_record(passage.text) for passage in evidence):
+        if holds_record(evidence):
             return first_given(self.record_threshold, combiner.record_threshold)
         return combiner.attributable_threshold
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 
 from adapters.upstream import UpstreamStream
 from middleware.chat.chunks import ChunkItem, UpstreamChunks
@@ -279,11 +279,14 @@ class SignallingChecker(ScriptedChecker):
         return report
 
 
-async def wire_of(fail: bool, upstream: type[UpstreamStream] | None = None) -> list[dict[str, object]]:
+async def wire_of(
+    upstream: Callable[[CheckSession, asyncio.Event], UpstreamStream],
+) -> list[dict[str, object]]:
+    """What the client receives of ``upstream(session, ended)``'s stream, annotated; ``ended``
+    is set as each check ends."""
     checker = SignallingChecker()
     session = CheckRunner(checker, CheckSettings()).session(CheckContext(mode=Mode.ANNOTATE))
-    stream = FailsAsTheCheckEnds(checker.ended) if upstream is FailsAsTheCheckEnds else BacklogUpstream(session, fail)
-    source = ResponseEvents(stream)
+    source = ResponseEvents(upstream(session, checker.ended))
     encode = TypedEncoder(source).encode
     wire = b""
     async for batch in CheckedStream(source, session).batches(render=encode):
@@ -293,7 +296,7 @@ async def wire_of(fail: bool, upstream: type[UpstreamStream] | None = None) -> l
 
 
 async def test_the_proxys_own_events_repeat_the_sequence_number_last_sent_under_a_backlog():
-    events = await wire_of(fail=False)
+    events = await wire_of(lambda session, _: BacklogUpstream(session))
     last_sent = 0
     for event in events:
         if event["type"] in ("response.factcheck",):
@@ -306,7 +309,7 @@ async def test_the_proxys_own_events_repeat_the_sequence_number_last_sent_under_
 
 
 async def test_an_upstream_failure_sends_the_reports_already_done_then_the_error_numbered_as_sent():
-    events = await wire_of(fail=True)
+    events = await wire_of(lambda session, _: BacklogUpstream(session, fail=True))
     kinds = [event["type"] for event in events]
     assert kinds.count("response.factcheck") == 1  # the first sentence's check was done; nothing new after
     assert kinds[-1] == "error" and events[-1]["sequence_number"] == 3
@@ -319,6 +322,6 @@ async def test_a_report_done_in_the_turn_the_upstream_fails_is_sent(monkeypatch)
     ended right after the wait's marker (here every turn runs one call; under load, a slice
     that ran out; CI caught it once)."""
     monkeypatch.setattr("middleware.chat.low_priority.SLICE_S", 0.0)
-    events = await wire_of(fail=True, upstream=FailsAsTheCheckEnds)
+    events = await wire_of(lambda _, ended: FailsAsTheCheckEnds(ended))
     kinds = [event["type"] for event in events]
     assert kinds.count("response.factcheck") == 1 and kinds[-1] == "error", kinds
